@@ -1,0 +1,122 @@
+# fa3: FlashAttention-3 for Hopper. `make test` and `make bench` are all a new machine needs.
+#
+#   make            build libfa3 (.so and .a), the tests and the tools
+#   make test       install missing dependencies, build, run every test (GPU tests skip
+#                   with a reason when there is no driver or Hopper GPU)
+#   make bench      build and run the default forward benchmark on the GPU
+#   make sanitize   run the [gpu] tests under compute-sanitizer memcheck/racecheck/synccheck
+#   make deps       install missing dependencies (Debian: catch2, nlohmann-json3-dev)
+#   make DEBUG=1    kernels with bounded mbarrier waits that trap with a message on a hang
+
+CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+CXX       ?= g++
+BUILD     ?= build
+DEBUG     ?= 0
+export CXX NVCC
+
+include src/kernels/kernels.mk
+
+# ---- kernels: one cubin per config, sm_90a ----------------------------------------------
+NVCC_FLAGS := -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -lineinfo \
+              -Xptxas -v,--warn-on-spills -Iinclude -Isrc -I.
+ifeq ($(DEBUG),1)
+NVCC_FLAGS += -DFA3_DEBUG_HANG=1
+endif
+KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h)
+
+# fa3_fwd_bf16_d128_m128_n128_s2_w2_causal -> -D definitions of its FwdConfig.
+fwd_words = $(subst _, ,$(1))
+fwd_num   = $(patsubst $(2)%,%,$(word $(3),$(call fwd_words,$(1))))
+fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
+            -DFA3_DTYPE=$(if $(filter bf16,$(word 3,$(call fwd_words,$(1)))),BF16,F16) \
+            -DFA3_HEAD_DIM=$(call fwd_num,$(1),d,4) -DFA3_BLOCK_M=$(call fwd_num,$(1),m,5) \
+            -DFA3_BLOCK_N=$(call fwd_num,$(1),n,6) -DFA3_STAGES=$(call fwd_num,$(1),s,7) \
+            -DFA3_CONSUMER_WARPGROUPS=$(call fwd_num,$(1),w,8) \
+            -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false)
+
+CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
+
+$(BUILD)/cubin/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	@echo "nvcc   $(notdir $@)"
+	@$(NVCC) $(NVCC_FLAGS) $(call fwd_defs,fa3_fwd_$*) -o $@ $< > $@.log 2>&1 \
+	  || { cat $@.log; rm -f $@; exit 1; }
+	@tools/check_ptxas.sh $@.log || { rm -f $@; exit 1; }
+
+# ---- host side ----------------------------------------------------------------------------
+CXXFLAGS ?= -O2 -g
+CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP -Iinclude -Isrc -I$(CUDA_HOME)/include
+LIB_SRCS := $(wildcard src/runtime/*.cpp) src/api.cpp
+LIB_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/embedded.o \
+            $(BUILD)/obj/gen/embedded_s.o
+TUNING_TABLE := src/runtime/tuning_table.json
+
+$(BUILD)/gen/embedded.S $(BUILD)/gen/embedded.cpp: $(CUBINS) $(TUNING_TABLE) tools/gen_embedded.sh src/kernels/kernels.mk
+	@mkdir -p $(BUILD)/gen
+	@tools/gen_embedded.sh $(BUILD)/gen/embedded.S $(BUILD)/gen/embedded.cpp $(TUNING_TABLE) $(CUBINS)
+
+$(BUILD)/obj/gen/embedded_s.o: $(BUILD)/gen/embedded.S
+	@mkdir -p $(@D)
+	$(CXX) -c -o $@ $<
+
+$(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.cpp
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -c -o $@ $<
+
+$(BUILD)/obj/%.o: %.cpp | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(CXX) $(CXXFLAGS) -c -o $@ $<
+
+$(BUILD)/libfa3.a: $(LIB_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libfa3.so: $(LIB_OBJS)
+	$(CXX) -shared -o $@ $^ -Wl,--version-script=src/libfa3.map -ldl -lpthread
+
+# Programs that talk to the GPU themselves (tests, bench) use the static CUDA runtime; it
+# too loads the driver at run time, so they start (and explain) on machines without one.
+CUDART_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt
+
+TEST_SRCS := $(wildcard test/*.cpp)
+TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS))
+$(BUILD)/fa3_tests: $(TEST_OBJS) $(BUILD)/libfa3.a
+	$(CXX) -o $@ $(TEST_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
+
+BENCH_SRCS := $(wildcard bench/*.cpp)
+BENCH_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(BENCH_SRCS))
+$(BUILD)/fa3-bench: $(BENCH_OBJS) $(BUILD)/libfa3.a
+	$(CXX) -o $@ $(BENCH_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
+
+$(BUILD)/fa3-table: $(BUILD)/obj/tools/fa3_table.o $(BUILD)/libfa3.a
+	$(CXX) -o $@ $^ -ldl -lpthread
+
+PROGRAMS := $(BUILD)/libfa3.so $(BUILD)/libfa3.a $(BUILD)/fa3_tests $(BUILD)/fa3-bench \
+            $(BUILD)/fa3-table
+
+# ---- entry points ------------------------------------------------------------------------
+.PHONY: all deps test bench sanitize clean
+.DEFAULT_GOAL := all
+all: $(PROGRAMS)
+
+deps: $(BUILD)/.deps-ok
+# The stamp keeps `make test` on a machine that only runs a carried build/ from needing the
+# build's dependencies.
+$(BUILD)/.deps-ok:
+	@tools/install_deps.sh
+	@mkdir -p $(BUILD) && touch $@
+
+test: all
+	$(BUILD)/fa3_tests
+
+bench: all
+	$(BUILD)/fa3-bench
+
+sanitize: all
+	tools/sanitize.sh $(BUILD)/fa3_tests
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,106 @@
+/* fa3: FlashAttention-3 for NVIDIA Hopper (sm_90a).
+ *
+ * The whole public interface of libfa3. All tensor data pointers are device pointers.
+ * Every function returns a status; on failure fa3_last_error() holds one sentence that
+ * names the argument and the rule it broke. After a failed check nothing is launched and
+ * no output buffer is touched.
+ */
+#ifndef FA3_FA3_H
+#define FA3_FA3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FA3_VERSION_MAJOR 0
+#define FA3_VERSION_MINOR 1
+
+typedef struct fa3_handle fa3_handle;
+
+typedef enum {
+  FA3_OK = 0,
+  FA3_ERR_INVALID_ARGUMENT,
+  FA3_ERR_UNSUPPORTED,
+  FA3_ERR_NO_DRIVER,
+  FA3_ERR_NO_DEVICE,
+  FA3_ERR_ARCH,
+  FA3_ERR_TUNING_TABLE,
+  FA3_ERR_CUDA,
+  FA3_ERR_OUT_OF_MEMORY,
+  FA3_ERR_INTERNAL
+} fa3_status;
+
+typedef enum { FA3_F16, FA3_BF16, FA3_E4M3, FA3_F32 } fa3_dtype;
+
+/* Logical shape (batch, seqlen, heads, head_dim). Strides are in elements; head_dim is
+ * contiguous. Q, K and V may be views into one packed buffer (e.g. (B, S, 3, H, D)). */
+typedef struct {
+  void* data;
+  fa3_dtype dtype;
+  int64_t batch, seqlen, heads, head_dim;
+  int64_t stride_batch, stride_seq, stride_head;
+} fa3_tensor;
+
+typedef struct {
+  float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite and > 0 */
+  int causal;          /* 0 or 1; bottom-right aligned when seqlen_q != seqlen_k (FA2/FA3 rule):
+                          query i sees keys j <= i + seqlen_k - seqlen_q */
+} fa3_params;
+
+/* Creates a handle for CUDA device `device` (an ordinal as the driver counts them).
+ * tuning_table_path: NULL for the built-in table, else a JSON file (schema in README.md).
+ * The handle uses the calling thread's current CUDA context when it belongs to `device`,
+ * otherwise the device's primary context (the one the CUDA runtime and PyTorch use).
+ * A handle may be used from several threads at once. */
+fa3_status fa3_create(fa3_handle** h, int device, const char* tuning_table_path);
+fa3_status fa3_destroy(fa3_handle* h);
+
+/* O = softmax(scale * Q K^T) V, per (batch, head); K/V head of query head i is
+ * i / (q->heads / k->heads) (GQA/MQA, no duplication). q, k, v, o: F16 or BF16, all the same;
+ * head_dim 64, 128 or 256. lse: NULL or fp32 (batch, heads, seqlen_q) contiguous, the natural
+ * log-sum-exp of the scaled scores; rows with nothing to attend get O = 0 and LSE = -inf.
+ * p: NULL means {0, 0}. stream: a CUstream / cudaStream_t of the handle's device, or NULL for
+ * the legacy default stream. Asynchronous: no synchronization, no allocation. */
+fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                       const fa3_tensor* v, fa3_tensor* o, float* lse,
+                       const fa3_params* p, void* stream);
+
+const char* fa3_status_string(fa3_status s);
+/* Thread-local, human-readable detail of this thread's last failure ("" if none). */
+const char* fa3_last_error(void);
+
+/* ---- Kernels and the tuning table ------------------------------------------------ */
+
+/* The kernels compiled into this library, by their extern "C" names (which encode their
+ * config, e.g. "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal"). index in [0, fa3_kernel_count()). */
+int fa3_kernel_count(void);
+const char* fa3_kernel_name(int index);
+/* The sm_90a cubin of a compiled kernel (for SASS inspection: tools/fa3-sass). */
+fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* size);
+
+/* Validates a tuning-table JSON file without a GPU or driver: FA3_OK, or
+ * FA3_ERR_TUNING_TABLE with the file, the entry and the reason in fa3_last_error(). */
+fa3_status fa3_tuning_table_validate(const char* path);
+
+/* The kernel the handle's tuning table picks for this forward problem (same argument
+ * checks as fa3_forward). *kernel_name stays valid for the life of the library. */
+fa3_status fa3_forward_select(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                              const fa3_tensor* v, const fa3_params* p,
+                              const char** kernel_name);
+
+/* fa3_forward with a named kernel instead of the tuning table's pick (benchmarks, tuning,
+ * tests). FA3_ERR_UNSUPPORTED when the kernel is not compiled in or does not fit the problem
+ * (dtype, head_dim, causal). */
+fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name,
+                                   const fa3_tensor* q, const fa3_tensor* k,
+                                   const fa3_tensor* v, fa3_tensor* o, float* lse,
+                                   const fa3_params* p, void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FA3_FA3_H */

@@ -1,0 +1,63 @@
+// The one Config of the forward kernel family, shared by the device code (which is compiled
+// once per config) and the host runtime (which parses it back out of a kernel's name).
+// Every choice a forward kernel makes is a field here; nothing else changes its code.
+#pragma once
+
+#include <stdint.h>
+
+namespace fa3 {
+
+enum class DType : int { F16 = 0, BF16 = 1 };
+
+struct FwdConfig {
+  DType dtype = DType::BF16;
+  int head_dim = 128;
+  int block_m = 128;            // Br: query rows per CTA = 64 * consumer_warpgroups
+  int block_n = 128;            // Bc: key rows per mainloop iteration
+  int stages = 2;               // depth of the K/V circular shared-memory buffer
+  int consumer_warpgroups = 2;  // one producer warpgroup + this many consumers
+  bool causal = false;
+
+  // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
+  // warpgroups of 128 * regs must stay within the 64K-register file.
+  constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
+  constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
+  constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
+};
+
+// Shared-memory plan of a forward CTA, in bytes from a 1024-byte aligned base. Every tile
+// is stored as head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle,
+// the layout both TMA (SWIZZLE_128B) and the wgmma descriptors use.
+struct FwdSmemLayout {
+  static constexpr int kChunkCols = 64;  // 16-bit elements in one 128-byte swizzle row
+  uint32_t q_offset, q_bytes;            // Q_i, reused for O_i in the epilogue
+  uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
+  uint32_t v_offset;
+  uint32_t barrier_offset;               // mbarriers: q_full, k_full[s], k_empty[s], v_full[s], v_empty[s]
+  uint32_t total_bytes;                  // including the slack to align the base to 1024
+
+  static constexpr FwdSmemLayout of(const FwdConfig& c) {
+    FwdSmemLayout l{};
+    l.q_offset = 0;
+    l.q_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 2);
+    l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
+    l.k_offset = l.q_offset + l.q_bytes;
+    l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
+    l.barrier_offset = l.v_offset + l.kv_stage_bytes * c.stages;
+    const uint32_t barrier_bytes = 8u * (1 + 4 * c.stages);
+    l.total_bytes = l.barrier_offset + barrier_bytes + 1024;  // +1024: base alignment slack
+    return l;
+  }
+};
+
+// The configs a kernel may be built with: the constraints the kernel code relies on.
+constexpr bool fwd_config_is_valid(const FwdConfig& c) {
+  return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
+         (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
+         c.block_m == 64 * c.consumer_warpgroups &&
+         c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
+         c.stages >= 1 && c.stages <= 4 &&
+         FwdSmemLayout::of(c).total_bytes <= 227u * 1024u;
+}
+
+}  // namespace fa3

@@ -1,0 +1,28 @@
+// Errors inside the runtime: a status of the C API plus the sentence fa3_last_error() will
+// return. Functions that can fail return Error; Error::ok() is the success value.
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "fa3/fa3.h"
+
+namespace fa3 {
+
+struct Error {
+  fa3_status status = FA3_OK;
+  std::string message;
+
+  static Error ok() { return {}; }
+  bool failed() const { return status != FA3_OK; }
+};
+
+inline Error make_error(fa3_status status, std::string message) {
+  return Error{status, std::move(message)};
+}
+
+// Records the error for fa3_last_error() of the calling thread and returns its status.
+fa3_status set_last_error(const Error& e);
+void clear_last_error();
+
+}  // namespace fa3

@@ -1,0 +1,100 @@
+#include "runtime/kernel_registry.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "runtime/embedded.h"
+
+namespace fa3 {
+
+const char* dtype_name(DType d) { return d == DType::F16 ? "f16" : "bf16"; }
+
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos - start));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+// "d128" with prefix 'd' -> 128; -1 when malformed (no leading zeros, no signs).
+int number_after(const std::string& token, char prefix) {
+  if (token.size() < 2 || token.size() > 5 || token[0] != prefix) return -1;
+  if (token[1] == '0') return -1;
+  int value = 0;
+  for (size_t i = 1; i < token.size(); ++i) {
+    if (token[i] < '0' || token[i] > '9') return -1;
+    value = value * 10 + (token[i] - '0');
+  }
+  return value;
+}
+
+}  // namespace
+
+std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
+  const std::vector<std::string> t = split(name, '_');
+  if (t.size() != 8 && t.size() != 9) return std::nullopt;
+  if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
+  FwdConfig c;
+  if (t[2] == "f16") c.dtype = DType::F16;
+  else if (t[2] == "bf16") c.dtype = DType::BF16;
+  else return std::nullopt;
+  c.head_dim = number_after(t[3], 'd');
+  c.block_m = number_after(t[4], 'm');
+  c.block_n = number_after(t[5], 'n');
+  c.stages = number_after(t[6], 's');
+  c.consumer_warpgroups = number_after(t[7], 'w');
+  if (t.size() == 9) {
+    if (t[8] != "causal") return std::nullopt;
+    c.causal = true;
+  }
+  if (!fwd_config_is_valid(c)) return std::nullopt;
+  return c;
+}
+
+std::string fwd_kernel_name(const FwdConfig& c) {
+  std::string s = "fa3_fwd_";
+  s += dtype_name(c.dtype);
+  s += "_d" + std::to_string(c.head_dim);
+  s += "_m" + std::to_string(c.block_m);
+  s += "_n" + std::to_string(c.block_n);
+  s += "_s" + std::to_string(c.stages);
+  s += "_w" + std::to_string(c.consumer_warpgroups);
+  if (c.causal) s += "_causal";
+  return s;
+}
+
+const std::vector<KernelInfo>& compiled_kernels() {
+  static const std::vector<KernelInfo> kernels = [] {
+    std::vector<KernelInfo> list;
+    for (size_t i = 0; i < kEmbeddedCubinCount; ++i) {
+      const EmbeddedBlob& blob = kEmbeddedCubins[i];
+      KernelInfo k;
+      k.name = blob.name;
+      std::optional<FwdConfig> cfg = parse_fwd_kernel_name(k.name);
+      // The Makefile builds only names that parse; a failure here is a build defect.
+      if (!cfg) std::abort();
+      k.fwd = *cfg;
+      k.cubin = blob.begin;
+      k.cubin_size = static_cast<size_t>(blob.end - blob.begin);
+      list.push_back(k);
+    }
+    std::sort(list.begin(), list.end(),
+              [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
+    return list;
+  }();
+  return kernels;
+}
+
+const KernelInfo* find_compiled_kernel(const std::string& name) {
+  for (const KernelInfo& k : compiled_kernels())
+    if (k.name == name) return &k;
+  return nullptr;
+}
+
+}  // namespace fa3

@@ -1,0 +1,40 @@
+// The kernels compiled into the library: their extern "C" names, their cubins (embedded at
+// build time) and the configs their names encode.
+//
+// Forward kernel names: fa3_fwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer
+// warpgroups>[_causal], e.g. fa3_fwd_bf16_d128_m128_n128_s2_w2_causal. The name is the only
+// place a kernel's config is written down for the host: the Makefile derives the compile
+// definitions from it, and the runtime parses it back.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernels/fwd_config.h"
+
+namespace fa3 {
+
+enum class Direction { Forward };
+
+struct KernelInfo {
+  std::string name;
+  Direction direction = Direction::Forward;
+  FwdConfig fwd;                      // valid when direction == Forward
+  const unsigned char* cubin = nullptr;
+  size_t cubin_size = 0;
+};
+
+// Parses a forward kernel name; nullopt when it does not follow the grammar or names a
+// config the kernel code cannot be built with (fwd_config_is_valid).
+std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name);
+std::string fwd_kernel_name(const FwdConfig& c);
+
+const char* dtype_name(DType d);  // "f16" / "bf16"
+
+// All kernels embedded in this library, in name order.
+const std::vector<KernelInfo>& compiled_kernels();
+const KernelInfo* find_compiled_kernel(const std::string& name);
+
+}  // namespace fa3
