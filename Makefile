@@ -45,14 +45,14 @@ $(BUILD)/cubin/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/
 	@tools/check_ptxas.sh $@.log || { rm -f $@; exit 1; }
 
 # ---- host side ----------------------------------------------------------------------------
-CXXFLAGS ?= -O2 -g
+CXXFLAGS ?= -O2
 CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP -Iinclude -Isrc -I$(CUDA_HOME)/include
 LIB_SRCS := $(wildcard src/runtime/*.cpp) src/api.cpp
 LIB_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/embedded.o \
             $(BUILD)/obj/gen/embedded_s.o
 TUNING_TABLE := src/runtime/tuning_table.json
 
-$(BUILD)/gen/embedded.S $(BUILD)/gen/embedded.cpp: $(CUBINS) $(TUNING_TABLE) tools/gen_embedded.sh src/kernels/kernels.mk
+$(BUILD)/gen/embedded.S $(BUILD)/gen/embedded.cpp &: $(CUBINS) $(TUNING_TABLE) tools/gen_embedded.sh src/kernels/kernels.mk
 	@mkdir -p $(BUILD)/gen
 	@tools/gen_embedded.sh $(BUILD)/gen/embedded.S $(BUILD)/gen/embedded.cpp $(TUNING_TABLE) $(CUBINS)
 
@@ -79,15 +79,24 @@ $(BUILD)/libfa3.so: $(LIB_OBJS)
 # too loads the driver at run time, so they start (and explain) on machines without one.
 CUDART_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt
 
-TEST_SRCS := $(wildcard test/*.cpp)
-TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS))
+SUPPORT_SRCS := $(wildcard test/support/*.cpp)
+SUPPORT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(SUPPORT_SRCS))
+CXXFLAGS += -Itest
+
+# Device code of the tests (ptx/ and tile/ layer kernels): compiled by nvcc into host objects
+# with an sm_90a image, linked into fa3_tests with the static CUDA runtime.
+TEST_CU_SRCS := $(wildcard test/gpu_kernels/*.cu)
+TEST_CU_OBJS := $(patsubst %.cu,$(BUILD)/obj/%.o,$(TEST_CU_SRCS))
+$(BUILD)/obj/test/gpu_kernels/%.o: test/gpu_kernels/%.cu test/gpu_kernels/%.h $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	$(NVCC) -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -ccbin $(CXX) -c -Iinclude -Isrc -Itest -I. -o $@ $<
+
+TEST_SRCS := $(wildcard test/*.cpp) $(SUPPORT_SRCS)
+TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS)) $(TEST_CU_OBJS)
 $(BUILD)/fa3_tests: $(TEST_OBJS) $(BUILD)/libfa3.a
 	$(CXX) -o $@ $(TEST_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
 
-BENCH_SRCS := $(wildcard bench/*.cpp)
-BENCH_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(BENCH_SRCS))
-$(BUILD)/fa3-bench: $(BENCH_OBJS) $(BUILD)/libfa3.a
-	$(CXX) -o $@ $(BENCH_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
+include bench/bench.mk
 
 $(BUILD)/fa3-table: $(BUILD)/obj/tools/fa3_table.o $(BUILD)/libfa3.a
 	$(CXX) -o $@ $^ -ldl -lpthread

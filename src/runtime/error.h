@@ -24,5 +24,6 @@ inline Error make_error(fa3_status status, std::string message) {
 // Records the error for fa3_last_error() of the calling thread and returns its status.
 fa3_status set_last_error(const Error& e);
 void clear_last_error();
+const char* last_error_text();
 
 }  // namespace fa3

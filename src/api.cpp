@@ -1,0 +1,189 @@
+// The C API of include/fa3/fa3.h: argument checks, then the runtime. Every entry point
+// clears this thread's last error, and on failure records one sentence for fa3_last_error().
+#include <exception>
+#include <new>
+
+#include "fa3/fa3.h"
+#include "runtime/error.h"
+#include "runtime/forward_launch.h"
+#include "runtime/forward_problem.h"
+#include "runtime/handle.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/tuning_table.h"
+
+using fa3::Error;
+using fa3::make_error;
+
+namespace {
+
+fa3_status fail(const Error& e) { return fa3::set_last_error(e); }
+
+fa3_status fail(fa3_status status, const std::string& message) {
+  return fa3::set_last_error(make_error(status, message));
+}
+
+// Runs an API body; no exception crosses the C boundary.
+template <class Body>
+fa3_status guarded(Body body) {
+  fa3::clear_last_error();
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return fail(FA3_ERR_OUT_OF_MEMORY, "out of host memory");
+  } catch (const std::exception& ex) {
+    return fail(FA3_ERR_INTERNAL, std::string("internal error: ") + ex.what());
+  } catch (...) {
+    return fail(FA3_ERR_INTERNAL, "internal error: unknown exception");
+  }
+}
+
+fa3::ProblemKey key_of(const fa3::ForwardProblem& prob) {
+  return {fa3::Direction::Forward, prob.dtype, prob.head_dim, prob.causal, prob.seqlen_q,
+          prob.seqlen_k};
+}
+
+// Checks shared by fa3_forward and fa3_forward_with_kernel.
+Error check_call(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v,
+                 const fa3_tensor* o, const float* lse, const fa3_params* p,
+                 fa3::ForwardProblem* prob) {
+  if (!h) return make_error(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
+  return fa3::check_forward(q, k, v, o, lse, p, prob);
+}
+
+Error select_kernel(fa3_handle* h, const fa3::ForwardProblem& prob, const fa3::KernelInfo** out) {
+  const fa3::KernelInfo* kernel = h->table.select(key_of(prob));
+  if (!kernel)
+    return make_error(FA3_ERR_TUNING_TABLE,
+                      "the tuning table has no kernel for this problem (a validated table covers every supported problem; this is a bug)");
+  *out = kernel;
+  return Error::ok();
+}
+
+Error forward_with(fa3_handle* h, const fa3::KernelInfo& kernel, const fa3::ForwardProblem& prob,
+                   const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v, fa3_tensor* o,
+                   float* lse, void* stream) {
+  return fa3::launch_forward(h, kernel, prob, *q, *k, *v, *o, lse, static_cast<CUstream>(stream));
+}
+
+}  // namespace
+
+extern "C" {
+
+fa3_status fa3_create(fa3_handle** h, int device, const char* tuning_table_path) {
+  return guarded([&] {
+    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: pass the address of a fa3_handle*");
+    *h = nullptr;
+    Error e = fa3::create_handle(device, tuning_table_path, h);
+    return e.failed() ? fail(e) : FA3_OK;
+  });
+}
+
+fa3_status fa3_destroy(fa3_handle* h) {
+  return guarded([&] {
+    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: nothing to destroy");
+    fa3::destroy_handle(h);
+    return FA3_OK;
+  });
+}
+
+fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                       const fa3_tensor* v, fa3_tensor* o, float* lse, const fa3_params* p,
+                       void* stream) {
+  return guarded([&] {
+    fa3::ForwardProblem prob;
+    Error e = check_call(h, q, k, v, o, lse, p, &prob);
+    const fa3::KernelInfo* kernel = nullptr;
+    if (!e.failed()) e = select_kernel(h, prob, &kernel);
+    if (!e.failed()) e = forward_with(h, *kernel, prob, q, k, v, o, lse, stream);
+    return e.failed() ? fail(e) : FA3_OK;
+  });
+}
+
+fa3_status fa3_forward_select(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                              const fa3_tensor* v, const fa3_params* p,
+                              const char** kernel_name) {
+  return guarded([&] {
+    if (!kernel_name) return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name is NULL");
+    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
+    fa3::ForwardProblem prob;
+    Error e = fa3::check_forward_inputs(q, k, v, p, &prob);
+    const fa3::KernelInfo* kernel = nullptr;
+    if (!e.failed()) e = select_kernel(h, prob, &kernel);
+    if (e.failed()) return fail(e);
+    *kernel_name = kernel->name.c_str();
+    return FA3_OK;
+  });
+}
+
+fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name, const fa3_tensor* q,
+                                   const fa3_tensor* k, const fa3_tensor* v, fa3_tensor* o,
+                                   float* lse, const fa3_params* p, void* stream) {
+  return guarded([&] {
+    if (!kernel_name) return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name is NULL");
+    fa3::ForwardProblem prob;
+    Error e = check_call(h, q, k, v, o, lse, p, &prob);
+    if (e.failed()) return fail(e);
+    const fa3::KernelInfo* kernel = fa3::find_compiled_kernel(kernel_name);
+    if (!kernel)
+      return fail(FA3_ERR_UNSUPPORTED, std::string("kernel_name '") + kernel_name +
+                                           "' is not a kernel compiled into this library (fa3_kernel_name lists them)");
+    if (kernel->direction != fa3::Direction::Forward || !fa3::fwd_config_fits(kernel->fwd, prob))
+      return fail(FA3_ERR_UNSUPPORTED,
+                  std::string("kernel ") + kernel_name + " does not fit this problem (" +
+                      fa3::dtype_name(prob.dtype) + ", head_dim " + std::to_string(prob.head_dim) +
+                      (prob.causal ? ", causal" : ", not causal") + ")");
+    e = forward_with(h, *kernel, prob, q, k, v, o, lse, stream);
+    return e.failed() ? fail(e) : FA3_OK;
+  });
+}
+
+const char* fa3_status_string(fa3_status s) {
+  switch (s) {
+    case FA3_OK: return "FA3_OK";
+    case FA3_ERR_INVALID_ARGUMENT: return "FA3_ERR_INVALID_ARGUMENT";
+    case FA3_ERR_UNSUPPORTED: return "FA3_ERR_UNSUPPORTED";
+    case FA3_ERR_NO_DRIVER: return "FA3_ERR_NO_DRIVER";
+    case FA3_ERR_NO_DEVICE: return "FA3_ERR_NO_DEVICE";
+    case FA3_ERR_ARCH: return "FA3_ERR_ARCH";
+    case FA3_ERR_TUNING_TABLE: return "FA3_ERR_TUNING_TABLE";
+    case FA3_ERR_CUDA: return "FA3_ERR_CUDA";
+    case FA3_ERR_OUT_OF_MEMORY: return "FA3_ERR_OUT_OF_MEMORY";
+    case FA3_ERR_INTERNAL: return "FA3_ERR_INTERNAL";
+  }
+  return "unknown fa3_status";
+}
+
+const char* fa3_last_error(void) { return fa3::last_error_text(); }
+
+int fa3_kernel_count(void) { return static_cast<int>(fa3::compiled_kernels().size()); }
+
+const char* fa3_kernel_name(int index) {
+  const auto& kernels = fa3::compiled_kernels();
+  if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
+  return kernels[static_cast<size_t>(index)].name.c_str();
+}
+
+fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* size) {
+  return guarded([&] {
+    if (!kernel_name || !data || !size)
+      return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name, data and size must not be NULL");
+    const fa3::KernelInfo* kernel = fa3::find_compiled_kernel(kernel_name);
+    if (!kernel)
+      return fail(FA3_ERR_INVALID_ARGUMENT, std::string("kernel_name '") + kernel_name +
+                                                "' is not a kernel compiled into this library");
+    *data = kernel->cubin;
+    *size = kernel->cubin_size;
+    return FA3_OK;
+  });
+}
+
+fa3_status fa3_tuning_table_validate(const char* path) {
+  return guarded([&] {
+    if (!path) return fail(FA3_ERR_INVALID_ARGUMENT, "path is NULL: pass a tuning-table JSON file");
+    fa3::TuningTable table;
+    Error e = fa3::TuningTable::load_file(path, fa3::compiled_kernels(), &table);
+    return e.failed() ? fail(e) : FA3_OK;
+  });
+}
+
+}  // extern "C"

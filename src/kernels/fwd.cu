@@ -1,0 +1,23 @@
+// One forward kernel per compilation: the Makefile passes the config as FA3_* definitions
+// derived from the kernel's name (src/kernels/kernels.mk), so each cubin holds exactly the
+// extern "C" kernel the runtime looks up by that name.
+#include "kernels/fwd.cuh"
+
+#if !defined(FA3_KERNEL_NAME) || !defined(FA3_DTYPE) || !defined(FA3_HEAD_DIM) ||    \
+    !defined(FA3_BLOCK_M) || !defined(FA3_BLOCK_N) || !defined(FA3_STAGES) ||        \
+    !defined(FA3_CONSUMER_WARPGROUPS) || !defined(FA3_CAUSAL)
+#error "build forward kernels through the Makefile: it defines FA3_* from the kernel name"
+#endif
+
+namespace {
+struct ThisConfig {
+  static constexpr fa3::FwdConfig value = {fa3::DType::FA3_DTYPE, FA3_HEAD_DIM, FA3_BLOCK_M,
+                                           FA3_BLOCK_N,  FA3_STAGES, FA3_CONSUMER_WARPGROUPS,
+                                           FA3_CAUSAL};
+};
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(ThisConfig::value.threads(), 1)
+    FA3_KERNEL_NAME(const __grid_constant__ fa3::FwdParams params) {
+  fa3::fwd_kernel<ThisConfig>(params);
+}

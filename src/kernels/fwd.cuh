@@ -1,0 +1,274 @@
+// FlashAttention-3 forward, warp-specialized (paper Algorithm 1).
+//
+// One CTA computes O_i for a block of block_m query rows of one (batch, head):
+//   warpgroup 0       producer: one thread issues TMA loads of Q_i once and of K_j, V_j into
+//                     an s-stage circular buffer; the warpgroup gives its registers away.
+//   warpgroups 1..W   consumers: each owns 64 query rows; S = Q K^T (SS-wgmma), online
+//                     softmax in fp32, P in 16-bit registers, O += P V (RS-wgmma).
+// Key blocks are visited from the last to the first, so the blocks that need masking (the
+// causal diagonal, the seqlen_k tail) come first, while the row max is still being found.
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include "kernels/fwd_config.h"
+#include "kernels/fwd_params.h"
+#include "ptx/barrier.cuh"
+#include "ptx/math.cuh"
+#include "ptx/regs.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "tile/fragment.cuh"
+#include "tile/gemm.cuh"
+#include "tile/pipeline.cuh"
+#include "tile/smem_tile.cuh"
+#include "tile/softmax.cuh"
+
+namespace fa3 {
+
+// Named barrier ids of the forward kernel (0 is __syncthreads).
+enum FwdBarrier : uint32_t {
+  kBarrierEpilogueBase = 1,  // + consumer warpgroup index: its O tile is in shared memory
+};
+
+// Compile-time view of one FwdConfig (C::value), with the types its code needs.
+template <class C>
+struct FwdTraits {
+  static constexpr FwdConfig kCfg = C::value;
+  static_assert(fwd_config_is_valid(kCfg), "invalid forward config");
+  static constexpr bool kIsBF16 = kCfg.dtype == DType::BF16;
+  static constexpr ptx::MmaType kMma = kIsBF16 ? ptx::MmaType::BF16 : ptx::MmaType::F16;
+  static constexpr int kHeadDim = kCfg.head_dim;
+  static constexpr int kBlockM = kCfg.block_m;
+  static constexpr int kBlockN = kCfg.block_n;
+  static constexpr int kStages = kCfg.stages;
+  static constexpr int kConsumers = kCfg.consumer_warpgroups;
+  static constexpr bool kCausal = kCfg.causal;
+  static constexpr int kThreads = kCfg.threads();
+  static constexpr int kProducerRegs = kCfg.producer_regs();
+  static constexpr int kConsumerRegs = kCfg.consumer_regs();
+  static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
+
+  using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, then O_i
+  using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
+  static_assert(QTile::kBytes == kSmem.q_bytes && KVTile::kBytes == kSmem.kv_stage_bytes, "");
+  static constexpr uint32_t kRowsPerWarpgroup = 64;
+  static constexpr uint32_t kQBytesPerWarpgroup = kRowsPerWarpgroup * kHeadDim * 2;
+};
+
+// Shared-memory addresses of one CTA.
+template <class Tr>
+struct FwdSmem {
+  uint32_t q, k, v;  // tile bases (1024-byte aligned)
+  uint32_t q_full;   // mbarrier: Q_i landed
+  tile::TmaPipeline<Tr::kStages> k_pipe, v_pipe;
+
+  __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
+    q = base + Tr::kSmem.q_offset;
+    k = base + Tr::kSmem.k_offset;
+    v = base + Tr::kSmem.v_offset;
+    const uint32_t bars = base + Tr::kSmem.barrier_offset;
+    q_full = bars;
+    k_pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
+    v_pipe = {bars + 8 + 16 * Tr::kStages, bars + 8 + 24 * Tr::kStages};
+  }
+  __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
+  __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
+};
+
+// Which (batch, head, query block) this CTA computes, and which key blocks it visits.
+template <class Tr>
+struct FwdWork {
+  int m_block, head, batch;
+  int n_blocks;  // key blocks [0, n_blocks) hold keys some row of this block may see
+
+  __device__ __forceinline__ explicit FwdWork(const FwdParams& p) {
+    const int idx = static_cast<int>(blockIdx.x);
+    const int m = idx % p.num_m_blocks;
+    // Causal: blocks near the end of the sequence have the most keys; launch them first.
+    m_block = Tr::kCausal ? p.num_m_blocks - 1 - m : m;
+    const int bh = idx / p.num_m_blocks;
+    head = bh % p.heads;
+    batch = bh / p.heads;
+    int key_end = p.seqlen_k;
+    if (Tr::kCausal) {
+      // Bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
+      const int last_row = min((m_block + 1) * Tr::kBlockM, p.seqlen_q) - 1;
+      key_end = min(p.seqlen_k, last_row + 1 + p.seqlen_k - p.seqlen_q);
+    }
+    n_blocks = key_end > 0 ? (key_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
+  }
+};
+
+// Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup).
+template <class Tr>
+__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                             const FwdWork<Tr>& w) {
+  if (w.n_blocks == 0) return;  // nothing to attend: the consumers write O = 0 without Q
+  ptx::prefetch_tensormap(&p.tma_q);
+  ptx::prefetch_tensormap(&p.tma_k);
+  ptx::prefetch_tensormap(&p.tma_v);
+  ptx::prefetch_tensormap(&p.tma_o);
+  const int kv_head = w.head / p.heads_per_kv_head;
+
+  // Line 4-5: Q_i, one 64 x 64 box per consumer warpgroup and column chunk.
+  ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
+  for (int wg = 0; wg < Tr::kConsumers; ++wg)
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
+                       &p.tma_q, sm.q_full, c * 64,
+                       w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
+
+  // Lines 6-10: K_j and V_j into stage j % s once the consumers released it. Rows past
+  // seqlen_k are zero-filled by TMA (and masked by the consumers).
+  tile::PipelineState<Tr::kStages> st;
+  for (int it = 0; it < w.n_blocks; ++it) {
+    const int n_block = w.n_blocks - 1 - it;
+    const uint32_t k_full = sm.k_pipe.producer_acquire(st, Tr::KVTile::kBytes);
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      ptx::tma_load_4d(sm.k_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_k, k_full,
+                       c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
+    const uint32_t v_full = sm.v_pipe.producer_acquire(st, Tr::KVTile::kBytes);
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      ptx::tma_load_4d(sm.v_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_v, v_full,
+                       c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
+    st.advance();
+  }
+}
+
+// Sets S to -inf where the key is past seqlen_k or, for causal, after the query's diagonal.
+template <class Tr>
+__device__ __forceinline__ void apply_mask(float (&s)[Tr::kBlockN / 2], const FwdParams& p,
+                                           int thread_in_wg, int first_row, int first_key) {
+  const int diagonal_offset = p.seqlen_k - p.seqlen_q;
+#pragma unroll
+  for (int e = 0; e < Tr::kBlockN / 2; ++e) {
+    const int key = first_key + tile::AccLayout::col(thread_in_wg, e);
+    const int row = first_row + tile::AccLayout::row(thread_in_wg, e);
+    const bool masked = key >= p.seqlen_k || (Tr::kCausal && key > row + diagonal_offset);
+    if (masked) s[e] = -INFINITY;
+  }
+}
+
+// Paper Algorithm 1, lines 11-25, for consumer warpgroup `wg` (query rows [64 wg, 64 wg + 64)
+// of the block).
+template <class Tr>
+__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                             const FwdWork<Tr>& w, int wg) {
+  const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
+  const int lane = thread_in_wg % 32;
+  const int first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+  const uint32_t q_rows = sm.q + wg * Tr::kRowsPerWarpgroup * 128;  // this warpgroup's Q rows
+
+  // Line 13.
+  float o[Tr::kHeadDim / 2];
+  tile::fill(o, 0.0f);
+  tile::OnlineSoftmax softmax;
+  softmax.init();
+
+  if (w.n_blocks > 0) tile::mbarrier_wait(sm.q_full, 0);  // line 14
+  tile::PipelineState<Tr::kStages> st;
+  for (int it = 0; it < w.n_blocks; ++it) {
+    const int n_block = w.n_blocks - 1 - it;
+    const int first_key = n_block * Tr::kBlockN;
+
+    // Lines 16-17: S = Q_i K_j^T, then hand the K stage back to the producer.
+    float s[Tr::kBlockN / 2];
+    sm.k_pipe.consumer_wait(st);
+    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::KVTile>(
+        s, q_rows, 0, sm.k_stage(st.index));
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(s);
+    if (lane == 0) sm.k_pipe.consumer_release(st);
+
+    // Lines 18-19, with the mask for the blocks that straddle the diagonal or seqlen_k.
+    const bool needs_mask = first_key + Tr::kBlockN > p.seqlen_k ||
+                            (Tr::kCausal && first_key + Tr::kBlockN - 1 >
+                                                first_row + p.seqlen_k - p.seqlen_q);
+    if (needs_mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, first_key);
+    float rescale[2];
+    softmax.update(s, p.scale_log2, rescale);
+#pragma unroll
+    for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
+    uint32_t p_frag[Tr::kBlockN / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+
+    // Lines 20-22: O += P~ V_j, then release the V stage.
+    sm.v_pipe.consumer_wait(st);
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile>(o, p_frag,
+                                                                   sm.v_stage(st.index));
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    if (lane == 0) sm.v_pipe.consumer_release(st);
+    st.advance();
+  }
+
+  // Line 24: O_i = diag(l)^-1 O_i, L_i = m_i + log(l_i).
+  float inv_sum[2], lse[2];
+  softmax.finalize(inv_sum, lse);
+#pragma unroll
+  for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
+
+  // Line 25: O_i goes to shared memory over this warpgroup's own Q rows (its last wgmma
+  // reading them has completed), then one thread stores it with TMA, which clips the rows
+  // past seqlen_q.
+#pragma unroll
+  for (int e = 0; e < Tr::kHeadDim / 2; e += 2) {
+    const int row = tile::AccLayout::row(thread_in_wg, e), col = tile::AccLayout::col(thread_in_wg, e);
+    const uint32_t packed = Tr::kIsBF16 ? ptx::pack_bf16x2(o[e], o[e + 1])
+                                        : ptx::pack_f16x2(o[e], o[e + 1]);
+    ptx::st_shared_u32(q_rows + Tr::QTile::offset(row, col), packed);
+  }
+  ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
+  ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+  if (thread_in_wg == 0) {
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      ptx::tma_store_4d(&p.tma_o, q_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row, w.head,
+                        w.batch);
+    ptx::bulk_commit_group();
+  }
+
+  if (p.lse != nullptr && lane % 4 == 0) {
+    for (int h = 0; h < 2; ++h) {
+      const int row = first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
+      if (row < p.seqlen_q) {
+        const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
+        p.lse[bh * p.seqlen_q + row] = lse[h];
+      }
+    }
+  }
+  // The CTA's shared memory must outlive the TMA store's reads of it.
+  if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
+}
+
+template <class C>
+__device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
+  using Tr = FwdTraits<C>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  // The dynamic shared-memory base is only guaranteed 16-byte aligned; swizzled tiles need
+  // 1024 (FwdSmemLayout reserves the slack).
+  const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
+  const FwdSmem<Tr> sm(base);
+  const FwdWork<Tr> w(p);
+
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(sm.q_full, 1);
+    sm.k_pipe.init(4 * Tr::kConsumers);  // one arrival per consumer warp
+    sm.v_pipe.init(4 * Tr::kConsumers);
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+
+  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  if (warpgroup == 0) {
+    // Line 3: the producer needs few registers; give them to the consumers.
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (threadIdx.x == 0) fwd_producer<Tr>(p, sm, w);
+  } else {
+    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
+    fwd_consumer<Tr>(p, sm, w, warpgroup - 1);
+  }
+}
+
+}  // namespace fa3

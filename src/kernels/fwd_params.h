@@ -1,0 +1,27 @@
+// The forward kernel's parameter block, written by the host runtime and passed by value as a
+// __grid_constant__ kernel parameter (the tensor maps must live in parameter space for TMA).
+#pragma once
+
+#include <stdint.h>
+
+namespace fa3 {
+
+// Same size and alignment as the driver's CUtensorMap (opaque 128 bytes, 64-byte aligned);
+// the host encodes it with cuTensorMapEncodeTiled.
+struct alignas(64) TensorMapBytes {
+  uint64_t opaque[16];
+};
+
+struct FwdParams {
+  // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle.
+  // Q and O boxes are 64 columns x 64 rows; K and V boxes 64 columns x block_n rows.
+  TensorMapBytes tma_q, tma_k, tma_v, tma_o;
+  float* lse;              // (batch, heads, seqlen_q) fp32, or null
+  int32_t seqlen_q, seqlen_k;
+  int32_t heads, batch;
+  int32_t heads_per_kv_head;  // GQA/MQA group size: kv head = head / heads_per_kv_head
+  int32_t num_m_blocks;       // ceil(seqlen_q / block_m); grid = num_m_blocks * heads * batch
+  float scale_log2;           // softmax_scale * log2(e)
+};
+
+}  // namespace fa3

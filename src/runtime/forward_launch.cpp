@@ -1,0 +1,93 @@
+#include "runtime/forward_launch.h"
+
+#include <cmath>
+#include <cstring>
+
+namespace fa3 {
+
+Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, unsigned box_rows,
+                        TensorMapBytes* out) {
+  static_assert(sizeof(TensorMapBytes) == sizeof(CUtensorMap), "tensor map size");
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(t.head_dim), static_cast<cuuint64_t>(t.seqlen),
+                              static_cast<cuuint64_t>(t.heads), static_cast<cuuint64_t>(t.batch)};
+  // A dimension of size 1 is never stepped along; give it a stride TMA accepts whatever the
+  // caller's (possibly 0) stride was.
+  auto stride_bytes = [&](int64_t size, int64_t stride) -> cuuint64_t {
+    return size == 1 ? static_cast<cuuint64_t>(t.head_dim * 2) : static_cast<cuuint64_t>(stride * 2);
+  };
+  const cuuint64_t strides[3] = {stride_bytes(t.seqlen, t.stride_seq),
+                                 stride_bytes(t.heads, t.stride_head),
+                                 stride_bytes(t.batch, t.stride_batch)};
+  const cuuint32_t box[4] = {64, box_rows, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType type =
+      t.dtype == FA3_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  CUtensorMap map;
+  const CUresult r = d.tensor_map_encode_tiled(
+      &map, type, 4, t.data, dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return make_error(FA3_ERR_INVALID_ARGUMENT,
+                      std::string("the driver rejected the TMA tensor map of ") + name +
+                          " (cuTensorMapEncodeTiled: " + d.describe(r) +
+                          "); check its data pointer and strides");
+  std::memcpy(out, &map, sizeof map);
+  return Error::ok();
+}
+
+Error build_forward_params(const Driver& d, const KernelInfo& kernel, const ForwardProblem& prob,
+                           const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                           const fa3_tensor& o, float* lse, FwdParams* params, unsigned* grid) {
+  const FwdConfig& c = kernel.fwd;
+  FwdParams p;
+  std::memset(&p, 0, sizeof p);
+  Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
+  if (!e.failed()) e = encode_tensor_map(d, k, "k", static_cast<unsigned>(c.block_n), &p.tma_k);
+  if (!e.failed()) e = encode_tensor_map(d, v, "v", static_cast<unsigned>(c.block_n), &p.tma_v);
+  if (!e.failed()) e = encode_tensor_map(d, o, "o", 64, &p.tma_o);
+  if (e.failed()) return e;
+  p.lse = lse;
+  p.seqlen_q = static_cast<int32_t>(prob.seqlen_q);
+  p.seqlen_k = static_cast<int32_t>(prob.seqlen_k);
+  p.heads = static_cast<int32_t>(prob.heads);
+  p.batch = static_cast<int32_t>(prob.batch);
+  p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
+  p.num_m_blocks = static_cast<int32_t>((prob.seqlen_q + c.block_m - 1) / c.block_m);
+  p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
+  *params = p;
+  // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31, and block_m >= 64.
+  *grid = static_cast<unsigned>(static_cast<int64_t>(p.num_m_blocks) * prob.heads * prob.batch);
+  return Error::ok();
+}
+
+Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProblem& prob,
+                     const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                     const fa3_tensor& o, float* lse, CUstream stream) {
+  ContextScope scope(h);
+  if (scope.error().failed()) return scope.error();
+  CUfunction function = nullptr;
+  Error e = get_function(h, scope.context(), kernel, &function);
+  if (e.failed()) return e;
+  FwdParams params;
+  unsigned grid = 0;
+  e = build_forward_params(h->driver, kernel, prob, q, k, v, o, lse, &params, &grid);
+  if (e.failed()) return e;
+
+  CUlaunchConfig config;
+  std::memset(&config, 0, sizeof config);
+  config.gridDimX = grid;
+  config.gridDimY = 1;
+  config.gridDimZ = 1;
+  config.blockDimX = static_cast<unsigned>(kernel.fwd.threads());
+  config.blockDimY = 1;
+  config.blockDimZ = 1;
+  config.sharedMemBytes = FwdSmemLayout::of(kernel.fwd).total_bytes;
+  config.hStream = stream;
+  void* args[] = {&params};
+  const CUresult r = h->driver.launch_kernel_ex(&config, function, args, nullptr);
+  if (r != CUDA_SUCCESS) return h->driver.fail(r, "launching " + kernel.name + " (cuLaunchKernelEx)");
+  return Error::ok();
+}
+
+}  // namespace fa3

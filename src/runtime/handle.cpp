@@ -1,0 +1,131 @@
+#include "runtime/handle.h"
+
+#include <memory>
+
+#include "kernels/fwd_config.h"
+
+namespace fa3 {
+
+namespace {
+
+Error query_device(fa3_handle* h, int ordinal) {
+  Driver& d = h->driver;
+  int count = 0;
+  CUresult r = d.device_get_count(&count);
+  if (r != CUDA_SUCCESS) return d.fail(r, "cuDeviceGetCount");
+  if (ordinal < 0 || ordinal >= count)
+    return make_error(count == 0 ? FA3_ERR_NO_DEVICE : FA3_ERR_INVALID_ARGUMENT,
+                      "device " + std::to_string(ordinal) + " does not exist: the driver sees " +
+                          std::to_string(count) + " CUDA device(s)");
+  r = d.device_get(&h->device, ordinal);
+  if (r != CUDA_SUCCESS) return d.fail(r, "cuDeviceGet");
+  char name[256] = {};
+  d.device_get_name(name, sizeof name - 1, h->device);
+  h->device_name = name;
+  int major = 0, minor = 0;
+  d.device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h->device);
+  d.device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h->device);
+  if (major != 9 || minor != 0)
+    return make_error(FA3_ERR_ARCH, "device " + std::to_string(ordinal) + " (" + h->device_name +
+                                        ") has compute capability " + std::to_string(major) +
+                                        "." + std::to_string(minor) +
+                                        "; fa3's kernels are built for sm_90a (Hopper: H100, H200) only");
+  d.device_get_attribute(&h->sm_count, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h->device);
+  d.device_get_attribute(&h->max_smem_per_block,
+                         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, h->device);
+  h->ordinal = ordinal;
+  return Error::ok();
+}
+
+}  // namespace
+
+Error create_handle(int device, const char* tuning_table_path, fa3_handle** out) {
+  auto h = std::make_unique<fa3_handle>();
+  // The table first: it needs no driver, and a bad table is the caller's error to fix.
+  Error e = tuning_table_path ? TuningTable::load_file(tuning_table_path, compiled_kernels(), &h->table)
+                              : TuningTable::load_builtin(&h->table);
+  if (e.failed()) return e;
+  e = Driver::load(&h->driver);
+  if (e.failed()) return e;
+  e = query_device(h.get(), device);
+  if (e.failed()) return e;
+  const CUresult r = h->driver.primary_ctx_retain(&h->primary, h->device);
+  if (r != CUDA_SUCCESS) return h->driver.fail(r, "cuDevicePrimaryCtxRetain");
+  *out = h.release();
+  return Error::ok();
+}
+
+void destroy_handle(fa3_handle* h) {
+  Driver& d = h->driver;
+  // Modules loaded into the primary context are unloaded here; those of other (caller-owned)
+  // contexts go away with their context, which may already be destroyed.
+  if (d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
+    for (const fa3_handle::LoadedKernel& k : h->loaded)
+      if (k.context == h->primary) d.module_unload(k.module);
+    CUcontext popped;
+    d.ctx_pop_current(&popped);
+  }
+  d.primary_ctx_release(h->device);
+  // The driver library stays loaded: other users in the process (the CUDA runtime) share it.
+  delete h;
+}
+
+ContextScope::ContextScope(fa3_handle* h) : h_(h) {
+  Driver& d = h->driver;
+  CUcontext current = nullptr;
+  if (d.ctx_get_current(&current) == CUDA_SUCCESS && current != nullptr) {
+    CUdevice dev;
+    if (d.ctx_get_device(&dev) == CUDA_SUCCESS && dev == h->device) {
+      context_ = current;
+      return;
+    }
+  }
+  const CUresult r = d.ctx_push_current(h->primary);
+  if (r != CUDA_SUCCESS) {
+    error_ = d.fail(r, "making the primary context of device " + std::to_string(h->ordinal) +
+                           " current (cuCtxPushCurrent)");
+    return;
+  }
+  context_ = h->primary;
+  pushed_ = true;
+}
+
+ContextScope::~ContextScope() {
+  if (pushed_) {
+    CUcontext popped;
+    h_->driver.ctx_pop_current(&popped);
+  }
+}
+
+Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out) {
+  std::lock_guard<std::mutex> lock(h->loaded_mutex);
+  for (const fa3_handle::LoadedKernel& k : h->loaded)
+    if (k.context == context && k.kernel == &kernel) {
+      *out = k.function;
+      return Error::ok();
+    }
+  const Driver& d = h->driver;
+  const uint32_t smem = FwdSmemLayout::of(kernel.fwd).total_bytes;
+  if (static_cast<int>(smem) > h->max_smem_per_block)
+    return make_error(FA3_ERR_UNSUPPORTED, "kernel " + kernel.name + " needs " +
+                                               std::to_string(smem) + " bytes of shared memory; " +
+                                               h->device_name + " allows " +
+                                               std::to_string(h->max_smem_per_block));
+  CUmodule module = nullptr;
+  CUresult r = d.module_load_data(&module, kernel.cubin);
+  if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
+  CUfunction function = nullptr;
+  r = d.module_get_function(&function, module, kernel.name.c_str());
+  if (r == CUDA_SUCCESS)
+    r = d.func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(smem));
+  if (r != CUDA_SUCCESS) {
+    d.module_unload(module);
+    return d.fail(r, "preparing kernel " + kernel.name);
+  }
+  h->loaded.push_back({context, &kernel, module, function});
+  *out = function;
+  return Error::ok();
+}
+
+}  // namespace fa3

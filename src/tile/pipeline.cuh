@@ -1,0 +1,83 @@
+// The s-stage circular shared-memory buffer between a TMA producer and wgmma consumers
+// (paper Algorithm 1 line 1). Each stage has a "full" mbarrier (one producer arrival plus the
+// TMA transaction bytes) and an "empty" mbarrier (one arrival per consumer warp).
+#pragma once
+
+#include <stdint.h>
+
+#include "ptx/mbarrier.cuh"
+
+#if FA3_DEBUG_HANG
+#include <stdio.h>
+#endif
+
+namespace fa3::tile {
+
+// Waits for the phase of `parity` of mbarrier `bar`. Debug builds (make DEBUG=1) give up
+// after ~2^34 cycles with a message and a trap instead of hanging the GPU forever.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+#if FA3_DEBUG_HANG
+  const long long start = clock64();
+  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+    if (clock64() - start > (1ll << 34)) {
+      printf("fa3: mbarrier wait timed out (block %d, thread %d, barrier smem 0x%x, parity %u)\n",
+             blockIdx.x, threadIdx.x, bar, parity);
+      __trap();
+    }
+  }
+#else
+  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+  }
+#endif
+}
+
+// Stage index and phase bit, advanced together: the phase flips when the index wraps.
+template <int Stages>
+struct PipelineState {
+  uint32_t index = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void advance() {
+    if (++index == Stages) {
+      index = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <int Stages>
+struct TmaPipeline {
+  uint32_t full_bars;   // smem address of Stages consecutive mbarriers
+  uint32_t empty_bars;  // smem address of Stages consecutive mbarriers
+
+  __device__ __forceinline__ uint32_t full(uint32_t stage) const { return full_bars + 8 * stage; }
+  __device__ __forceinline__ uint32_t empty(uint32_t stage) const { return empty_bars + 8 * stage; }
+
+  // One thread, before the CTA barrier that publishes the barriers.
+  __device__ __forceinline__ void init(uint32_t consumer_arrivals) const {
+    for (int s = 0; s < Stages; ++s) {
+      ptx::mbarrier_init(full(s), 1);
+      ptx::mbarrier_init(empty(s), consumer_arrivals);
+    }
+  }
+
+  // Producer (one thread): waits until the consumers released the stage (fresh barriers pass
+  // at once: the producer starts on the opposite phase), then announces `bytes` of TMA loads.
+  // Returns the full barrier the loads must complete on.
+  __device__ __forceinline__ uint32_t producer_acquire(const PipelineState<Stages>& st,
+                                                       uint32_t bytes) const {
+    mbarrier_wait(empty(st.index), st.phase ^ 1);
+    ptx::mbarrier_arrive_expect_tx(full(st.index), bytes);
+    return full(st.index);
+  }
+
+  __device__ __forceinline__ void consumer_wait(const PipelineState<Stages>& st) const {
+    mbarrier_wait(full(st.index), st.phase);
+  }
+
+  // Called by one lane per consumer warp once the warp's reads of the stage are complete.
+  __device__ __forceinline__ void consumer_release(const PipelineState<Stages>& st) const {
+    ptx::mbarrier_arrive(empty(st.index));
+  }
+};
+
+}  // namespace fa3::tile

@@ -1,0 +1,73 @@
+// Online softmax over the rows of a wgmma accumulator tile (paper Algorithm 1 lines 18-19,
+// 24). Scores are handled in the log2 domain: the softmax scale is folded into exp2 as
+// scale * log2(e), so each probability is one FFMA and one MUFU.EX2.
+#pragma once
+
+#include <math.h>
+
+#include "ptx/math.cuh"
+#include "tile/fragment.cuh"
+
+namespace fa3::tile {
+
+// Reductions over the 4 lanes of a quad, which together hold one accumulator row.
+__device__ __forceinline__ float quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+// State of the two rows a thread holds parts of.
+struct OnlineSoftmax {
+  float row_max[2];  // m_i: running max of scale * log2(e) * S (same in all 4 lanes of a quad)
+  float row_sum[2];  // l_i: this lane's part of the running sum, reduced over the quad at the end
+
+  __device__ __forceinline__ void init() {
+    row_max[0] = row_max[1] = -INFINITY;
+    row_sum[0] = row_sum[1] = 0.0f;
+  }
+
+  // Turns the scores S of one key block (masked entries = -inf) into P~ = exp2(S * scale_log2
+  // - m_new) in place, and returns per row the factor exp2(m_old - m_new) that O and l must be
+  // rescaled by. scale_log2 > 0. A row that has seen only masked keys keeps m = -inf; its
+  // P~ is 0 and its factor is 0 (O and l are still 0 then).
+  template <int N>
+  __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
+    float block_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int e = 0; e < N; ++e) block_max[AccLayout::half(e)] = fmaxf(block_max[AccLayout::half(e)], s[e]);
+    float base[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m_new = fmaxf(row_max[h], quad_max(block_max[h]) * scale_log2);
+      // exp2(-inf - (-inf)) would be NaN: a row with no key yet uses 0 as its base.
+      base[h] = m_new == -INFINITY ? 0.0f : m_new;
+      rescale[h] = ptx::ex2_approx(row_max[h] - base[h]);
+      row_max[h] = m_new;
+      row_sum[h] *= rescale[h];
+    }
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      const int h = AccLayout::half(e);
+      s[e] = ptx::ex2_approx(fmaf(s[e], scale_log2, -base[h]));
+      row_sum[h] += s[e];
+    }
+  }
+
+  // Epilogue (Algorithm 1 line 24): per row, 1 / l (0 for a row that attended nothing) and
+  // LSE = ln(sum exp(scale * S)) = (m + log2 l) * ln 2 (-inf for a row that attended nothing).
+  __device__ __forceinline__ void finalize(float (&inv_sum)[2], float (&lse)[2]) const {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float l = quad_sum(row_sum[h]);
+      const bool empty = !(l > 0.0f);
+      inv_sum[h] = empty ? 0.0f : 1.0f / l;
+      lse[h] = empty ? -INFINITY : (row_max[h] + log2f(l)) * 0.69314718055994531f;
+    }
+  }
+};
+
+}  // namespace fa3::tile

@@ -1,0 +1,369 @@
+// fa3_forward on the GPU against the float64 reference, with the FlashAttention error rule:
+// max |ours - ref64| <= 2 * max |plain - ref64| + 1e-5, where "plain" is attention computed in
+// the input precision (S and P rounded to 16 bits). Fresh random inputs per case, outputs
+// poisoned with NaN first, odd sizes, GQA, causal both ways, strided layouts.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "fa3/fa3.h"
+#include "gpu_env.h"
+#include "support/half.h"
+#include "support/reference.h"
+
+using namespace fa3test;
+
+namespace {
+
+enum class Layout {
+  Contiguous,  // (B, S, H, D) for q, k, v, o
+  PackedQkv,   // q, k, v are views of one (B, S, 3, H, D) buffer (needs sq == sk, h == hkv)
+  HeadsMajor,  // each tensor stored (B, H, S, D) and viewed as (B, S, H, D)
+  PaddedOut,   // contiguous inputs; o rows padded (stride_seq = H*D + 64): padding untouched
+};
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::PackedQkv: return "packed-qkv";
+    case Layout::HeadsMajor: return "heads-major";
+    case Layout::PaddedOut: return "padded-out";
+  }
+  return "?";
+}
+
+struct Case {
+  bool bf16 = true;
+  int head_dim = 128;
+  bool causal = false;
+  int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads = 1, heads_kv = 1;
+  Layout layout = Layout::Contiguous;
+  float scale = 0;  // 0: default
+  bool with_lse = true;
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << (bf16 ? "bf16" : "f16") << " d" << head_dim << (causal ? " causal" : "") << " B=" << batch
+      << " Sq=" << seqlen_q << " Sk=" << seqlen_k << " H=" << heads << " Hkv=" << heads_kv << " "
+      << layout_name(layout) << (scale != 0 ? " scale=" + std::to_string(scale) : "")
+      << (with_lse ? "" : " no-lse");
+    return s.str();
+  }
+};
+
+// Where one logical (B, S, H, D) tensor lives in a device buffer.
+struct Placement {
+  int64_t offset = 0;  // elements from the buffer start
+  int64_t stride_batch = 0, stride_seq = 0, stride_head = 0;
+  size_t index(int64_t b, int64_t s, int64_t h) const {
+    return static_cast<size_t>(offset + b * stride_batch + s * stride_seq + h * stride_head);
+  }
+};
+
+Placement contiguous(int64_t S, int64_t H, int64_t D) { return {0, S * H * D, H * D, D}; }
+Placement heads_major(int64_t S, int64_t H, int64_t D) { return {0, H * S * D, D, S * D}; }
+
+fa3_tensor describe_tensor(void* base, const Placement& p, bool bf16, int64_t B, int64_t S,
+                           int64_t H, int64_t D) {
+  fa3_tensor t{};
+  t.data = static_cast<uint16_t*>(base) + p.offset;
+  t.dtype = bf16 ? FA3_BF16 : FA3_F16;
+  t.batch = B; t.seqlen = S; t.heads = H; t.head_dim = D;
+  t.stride_batch = p.stride_batch; t.stride_seq = p.stride_seq; t.stride_head = p.stride_head;
+  return t;
+}
+
+// Scatters logical (B, S, H, D) values into a buffer image at placement p.
+void scatter(const std::vector<uint16_t>& logical, const Placement& p, int64_t B, int64_t S,
+             int64_t H, int64_t D, std::vector<uint16_t>* image) {
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s = 0; s < S; ++s)
+      for (int64_t h = 0; h < H; ++h)
+        std::memcpy(&(*image)[p.index(b, s, h)], &logical[static_cast<size_t>(((b * S + s) * H + h) * D)],
+                    static_cast<size_t>(D) * 2);
+}
+
+struct RowId {
+  int64_t b, h, i;
+};
+
+// Every row when the reference is cheap enough, else a spread sample that includes the first
+// and last rows of each sequence and the causal boundary region.
+std::vector<RowId> rows_to_check(const Case& c) {
+  std::vector<RowId> rows;
+  const double cost = static_cast<double>(c.batch) * c.heads * c.seqlen_q * c.seqlen_k * c.head_dim;
+  if (cost <= 6e9) {
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t h = 0; h < c.heads; ++h)
+        for (int64_t i = 0; i < c.seqlen_q; ++i) rows.push_back({b, h, i});
+    return rows;
+  }
+  std::mt19937_64 rng(99);
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t h = 0; h < c.heads; ++h) {
+      for (int64_t i : {int64_t{0}, int64_t{1}, c.seqlen_q / 2, c.seqlen_q - 2, c.seqlen_q - 1})
+        if (i >= 0 && i < c.seqlen_q) rows.push_back({b, h, i});
+      for (int n = 0; n < 48; ++n)
+        rows.push_back({b, h, static_cast<int64_t>(rng() % static_cast<uint64_t>(c.seqlen_q))});
+    }
+  return rows;
+}
+
+struct Outcome {
+  std::string error;  // a failed call or CUDA error; empty when the run completed
+  double err_o = 0, plain_err_o = 0, err_lse = 0, plain_err_lse = 0;
+  size_t unwritten_o = 0, unwritten_lse = 0, touched_padding = 0;
+  std::vector<uint16_t> o_bits;  // the whole output buffer image, for determinism checks
+};
+
+double worse(double current, double candidate) {
+  if (std::isnan(candidate)) return INFINITY;
+  return std::max(current, candidate);
+}
+
+class Runner {
+ public:
+  Runner() {
+    const fa3_status s = fa3_create(&handle_, test_device(), nullptr);
+    INFO(fa3_last_error());
+    REQUIRE(s == FA3_OK);
+  }
+
+  // Runs one case; no Catch assertions inside (it also runs on worker threads).
+  ~Runner() { fa3_destroy(handle_); }
+  fa3_handle* handle() const { return handle_; }
+
+  Outcome run(const Case& c, uint64_t seed, const char* kernel = nullptr) {
+    const int64_t B = c.batch, Sq = c.seqlen_q, Sk = c.seqlen_k, H = c.heads, Hk = c.heads_kv,
+                  D = c.head_dim;
+    std::mt19937_64 rng(seed);
+    std::vector<float> qf, kf, vf;
+    const auto qb = random_16bit(static_cast<size_t>(B * Sq * H * D), c.bf16, rng, &qf);
+    const auto kb = random_16bit(static_cast<size_t>(B * Sk * Hk * D), c.bf16, rng, &kf);
+    const auto vb = random_16bit(static_cast<size_t>(B * Sk * Hk * D), c.bf16, rng, &vf);
+
+    Placement pq = contiguous(Sq, H, D), pk = contiguous(Sk, Hk, D), pv = pk, po = pq;
+    size_t in_elems = 0, q_elems = static_cast<size_t>(B * Sq * H * D);
+    Outcome r;
+    if (c.layout == Layout::PackedQkv) {
+      if (Sq != Sk || H != Hk) {
+        r.error = "packed QKV needs seqlen_q == seqlen_k and heads == heads_kv";
+        return r;
+      }
+      const Placement packed{0, Sq * 3 * H * D, 3 * H * D, D};
+      pq = packed;
+      pk = packed; pk.offset = H * D;
+      pv = packed; pv.offset = 2 * H * D;
+      in_elems = static_cast<size_t>(B * Sq * 3 * H * D);
+    } else if (c.layout == Layout::HeadsMajor) {
+      pq = heads_major(Sq, H, D); pk = heads_major(Sk, Hk, D); pv = pk; po = pq;
+    } else if (c.layout == Layout::PaddedOut) {
+      po = {0, Sq * (H * D + 64), H * D + 64, D};
+    }
+    if (c.layout != Layout::PackedQkv) in_elems = q_elems + 2 * static_cast<size_t>(B * Sk * Hk * D);
+    if (c.layout != Layout::PackedQkv) {
+      pk.offset = static_cast<int64_t>(q_elems);
+      pv.offset = pk.offset + B * Sk * Hk * D;
+    }
+    const size_t out_elems = c.layout == Layout::PaddedOut ? static_cast<size_t>(B * Sq * (H * D + 64)) : q_elems;
+
+    std::vector<uint16_t> image(in_elems, 0);
+    scatter(qb, pq, B, Sq, H, D, &image);
+    scatter(kb, pk, B, Sk, Hk, D, &image);
+    scatter(vb, pv, B, Sk, Hk, D, &image);
+    DeviceBuffer inputs(in_elems * 2), out(out_elems * 2), lse(static_cast<size_t>(B * H * Sq) * 4);
+    inputs.upload(image.data(), in_elems * 2);
+    out.poison();
+    lse.poison();
+
+    const fa3_tensor q = describe_tensor(inputs.get(), pq, c.bf16, B, Sq, H, D);
+    const fa3_tensor k = describe_tensor(inputs.get(), pk, c.bf16, B, Sk, Hk, D);
+    const fa3_tensor v = describe_tensor(inputs.get(), pv, c.bf16, B, Sk, Hk, D);
+    fa3_tensor o = describe_tensor(out.get(), po, c.bf16, B, Sq, H, D);
+    const fa3_params params{c.scale, c.causal ? 1 : 0};
+    float* lse_ptr = c.with_lse ? lse.as<float>() : nullptr;
+    const fa3_status s = kernel ? fa3_forward_with_kernel(handle_, kernel, &q, &k, &v, &o, lse_ptr, &params, nullptr)
+                                : fa3_forward(handle_, &q, &k, &v, &o, lse_ptr, &params, nullptr);
+    if (s != FA3_OK) {
+      r.error = std::string(fa3_status_string(s)) + ": " + fa3_last_error();
+      return r;
+    }
+    cuda_check(cudaDeviceSynchronize(), "fa3_forward");
+
+    r.o_bits.resize(out_elems);
+    out.download(r.o_bits.data(), out_elems * 2);
+    std::vector<float> lse_out(static_cast<size_t>(B * H * Sq));
+    lse.download(lse_out.data(), lse_out.size() * 4);
+
+    if (c.layout == Layout::PaddedOut)
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t s2 = 0; s2 < Sq; ++s2)
+          for (int64_t x = 0; x < 64; ++x)
+            r.touched_padding += r.o_bits[po.index(b, s2, H - 1) + D + x] != 0xffff;
+    if (!c.with_lse)
+      for (float x : lse_out) r.unwritten_lse += !std::isnan(x);  // must stay poisoned
+
+    fa3test::AttentionShape shape;
+    shape.batch = B; shape.seqlen_q = Sq; shape.seqlen_k = Sk; shape.heads = H;
+    shape.heads_kv = Hk; shape.head_dim = D; shape.causal = c.causal; shape.scale = c.scale;
+    const std::vector<RowId> rows = rows_to_check(c);
+    std::vector<Outcome> per_row(rows.size());
+    parallel_for(static_cast<int64_t>(rows.size()), [&](int64_t idx) {
+      const RowId& id = rows[static_cast<size_t>(idx)];
+      std::vector<double> ref(static_cast<size_t>(D));
+      std::vector<float> plain(static_cast<size_t>(D));
+      double ref_lse;
+      float plain_lse;
+      reference_row(shape, qf.data(), kf.data(), vf.data(), id.b, id.h, id.i, ref.data(), &ref_lse);
+      plain_row(shape, qf.data(), kf.data(), vf.data(), id.b, id.h, id.i, c.bf16, plain.data(), &plain_lse);
+      Outcome& out_row = per_row[static_cast<size_t>(idx)];
+      const size_t base = po.index(id.b, id.i, id.h);
+      for (int64_t x = 0; x < D; ++x) {
+        const float got = from_16bit(r.o_bits[base + static_cast<size_t>(x)], c.bf16);
+        if (std::isnan(got)) ++out_row.unwritten_o;
+        out_row.err_o = worse(out_row.err_o, std::fabs(got - ref[static_cast<size_t>(x)]));
+        out_row.plain_err_o = worse(out_row.plain_err_o, std::fabs(plain[static_cast<size_t>(x)] - ref[static_cast<size_t>(x)]));
+      }
+      if (c.with_lse) {
+        const float got = lse_out[static_cast<size_t>((id.b * H + id.h) * Sq + id.i)];
+        if (std::isinf(ref_lse)) {
+          out_row.err_lse = (std::isinf(got) && got < 0) ? 0.0 : INFINITY;
+        } else {
+          if (std::isnan(got)) ++out_row.unwritten_lse;
+          out_row.err_lse = worse(0, std::fabs(got - ref_lse));
+          out_row.plain_err_lse = worse(0, std::fabs(plain_lse - ref_lse));
+        }
+      }
+    });
+    for (const Outcome& x : per_row) {
+      r.err_o = worse(r.err_o, x.err_o);
+      r.plain_err_o = worse(r.plain_err_o, x.plain_err_o);
+      r.err_lse = worse(r.err_lse, x.err_lse);
+      r.plain_err_lse = worse(r.plain_err_lse, x.plain_err_lse);
+      r.unwritten_o += x.unwritten_o;
+      r.unwritten_lse += x.unwritten_lse;
+    }
+    return r;
+  }
+
+ private:
+  fa3_handle* handle_ = nullptr;
+};
+
+void check_outcome(const Outcome& r) {
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  CAPTURE(r.err_o, r.plain_err_o, r.err_lse, r.plain_err_lse);
+  CHECK(r.unwritten_o == 0);
+  CHECK(r.unwritten_lse == 0);
+  CHECK(r.touched_padding == 0);
+  CHECK(r.err_o <= 2 * r.plain_err_o + 1e-5);
+  CHECK(r.err_lse <= 2 * r.plain_err_lse + 1e-5);
+}
+
+struct Shape {
+  int64_t batch, seqlen_q, seqlen_k, heads, heads_kv;
+  Layout layout;
+};
+
+// The shapes every (dtype, head_dim, causal) combination runs.
+const Shape kShapes[] = {
+    {1, 1, 1, 2, 2, Layout::Contiguous},
+    {2, 17, 17, 4, 2, Layout::Contiguous},       // GQA 2
+    {1, 127, 127, 8, 8, Layout::PackedQkv},
+    {3, 1000, 1000, 2, 2, Layout::PackedQkv},    // packed QKV strides, batch 3
+    {1, 113, 1000, 8, 8, Layout::HeadsMajor},    // seqlen_q < seqlen_k
+    {2, 1000, 113, 2, 1, Layout::Contiguous},    // seqlen_q > seqlen_k: causal rows with no key
+    {1, 1, 1000, 8, 1, Layout::PaddedOut},       // one query row (decoding)
+    {1, 1000, 1, 2, 2, Layout::Contiguous},      // one key
+    {1, 4097, 4097, 8, 1, Layout::Contiguous},   // long, MQA (GQA 8)
+};
+
+}  // namespace
+
+TEST_CASE("fa3_forward matches the float64 reference", "[gpu][forward]") {
+  Runner runner;
+  const bool bf16 = GENERATE(false, true);
+  const int head_dim = GENERATE(64, 128, 256);
+  const bool causal = GENERATE(false, true);
+  uint64_t seed = 1000 + static_cast<uint64_t>(head_dim) * 4 + (bf16 ? 2 : 0) + (causal ? 1 : 0);
+  for (Shape s : kShapes) {
+    Case c;
+    c.bf16 = bf16; c.head_dim = head_dim; c.causal = causal;
+    c.batch = s.batch; c.seqlen_q = s.seqlen_q; c.seqlen_k = s.seqlen_k;
+    c.heads = s.heads; c.heads_kv = s.heads_kv; c.layout = s.layout;
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed));
+    seed += 7919;
+  }
+}
+
+TEST_CASE("fa3_forward honours softmax_scale and a NULL lse", "[gpu][forward]") {
+  Runner runner;
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.causal = true; c.batch = 2; c.seqlen_q = 300;
+  c.seqlen_k = 517; c.heads = 4; c.heads_kv = 2; c.scale = 0.3f;
+  INFO(c.describe());
+  check_outcome(runner.run(c, 5));
+  c.with_lse = false;
+  c.scale = 0;
+  INFO(c.describe());
+  check_outcome(runner.run(c, 6));
+}
+
+TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward][kernels]") {
+  Runner runner;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    if (name.rfind("fa3_fwd_", 0) != 0) continue;
+    Case c;
+    c.bf16 = name.find("_bf16_") != std::string::npos;
+    c.head_dim = std::stoi(name.substr(name.find("_d") + 2));
+    c.causal = name.find("_causal") != std::string::npos;
+    c.batch = 2; c.seqlen_q = 777; c.seqlen_k = 1029; c.heads = 4; c.heads_kv = 2;
+    INFO(name << ": " << c.describe());
+    check_outcome(runner.run(c, 77 + static_cast<uint64_t>(i), name.c_str()));
+  }
+}
+
+TEST_CASE("fa3_forward is deterministic", "[gpu][forward]") {
+  Runner runner;
+  Case c;
+  c.bf16 = false; c.head_dim = 64; c.causal = true; c.batch = 2; c.seqlen_q = 2049;
+  c.seqlen_k = 2049; c.heads = 6; c.heads_kv = 3;
+  const Outcome a = runner.run(c, 31), b = runner.run(c, 31);
+  check_outcome(a);
+  CHECK(a.o_bits == b.o_bits);
+}
+
+TEST_CASE("fa3_forward from several threads at once on one handle", "[gpu][forward]") {
+  Runner runner;
+  // Fresh handle: the first calls race to load the same kernels.
+  std::vector<std::thread> threads;
+  std::vector<Outcome> results(4);
+  std::vector<std::string> failures(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      cudaSetDevice(test_device());
+      Case c;
+      c.bf16 = t % 2 == 0; c.head_dim = 128; c.causal = t >= 2; c.batch = 1; c.seqlen_q = 257;
+      c.seqlen_k = 257; c.heads = 2; c.heads_kv = 2;
+      try {
+        results[static_cast<size_t>(t)] = runner.run(c, 500 + static_cast<uint64_t>(t));
+      } catch (const std::exception& e) {
+        failures[static_cast<size_t>(t)] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) {
+    INFO("thread " << t << ": " << failures[static_cast<size_t>(t)]);
+    CHECK(failures[static_cast<size_t>(t)].empty());
+    check_outcome(results[static_cast<size_t>(t)]);
+  }
+}

@@ -1,0 +1,56 @@
+// Kernel names are the configs: the name grammar, its round trip, and the compiled set.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "fa3/fa3.h"
+#include "runtime/kernel_registry.h"
+
+TEST_CASE("forward kernel names parse into their configs and back", "[cpu][registry]") {
+  const auto c = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
+  REQUIRE(c);
+  CHECK(c->dtype == fa3::DType::BF16);
+  CHECK(c->head_dim == 128);
+  CHECK(c->block_m == 128);
+  CHECK(c->block_n == 176);
+  CHECK(c->stages == 2);
+  CHECK(c->consumer_warpgroups == 2);
+  CHECK(c->causal);
+  CHECK(fa3::fwd_kernel_name(*c) == "fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
+
+  for (const char* bad : {"fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
+                          "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
+                          "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16
+                          "fa3_fwd_bf16_d256_m128_n256_s4_w2",      // shared memory
+                          "fa3_fwd_fp32_d128_m128_n128_s2_w2",      // dtype
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_cusal", // flag
+                          "fa3_fwd_bf16_d0128_m128_n128_s2_w2",     // leading zero
+                          "fa3_fwd_bf16_d128_m128_n128_s2",         // missing token
+                          "fa3_bwd_bf16_d128_m128_n128_s2_w2"})
+    CHECK_FALSE(fa3::parse_fwd_kernel_name(bad));
+}
+
+TEST_CASE("the library holds exactly the kernels listed in kernels.mk", "[cpu][registry]") {
+  std::ifstream mk("src/kernels/kernels.mk");
+  REQUIRE(mk.good());  // tests run from the repository root
+  std::set<std::string> listed;
+  std::string word;
+  while (mk >> word)
+    if (word.rfind("fa3_fwd_", 0) == 0) listed.insert(word);
+  std::set<std::string> compiled;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    compiled.insert(name);
+    const auto cfg = fa3::parse_fwd_kernel_name(name);
+    REQUIRE(cfg);
+    CHECK(fa3::fwd_kernel_name(*cfg) == name);
+    const void* data = nullptr;
+    size_t size = 0;
+    REQUIRE(fa3_kernel_cubin(name.c_str(), &data, &size) == FA3_OK);
+    REQUIRE(size > 4);
+    CHECK(std::string(static_cast<const char*>(data), 4) == "\x7f" "ELF");
+  }
+  CHECK(compiled == listed);
+}

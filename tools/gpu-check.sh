@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
+# and each start costs minutes). Run from the repository root with a carried build/.
+#   tools/gpu-check.sh [STEP...]      steps: info layers tests bench sass sanitize python compare
+# Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
+set -u
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+steps=("$@")
+[ ${#steps[@]} -gt 0 ] || steps=(info layers tests bench)
+summary=()
+
+# The carried build/ is authoritative: make must not try to rebuild it here (no catch2).
+find build -exec touch {} + 2>/dev/null
+
+run_step() {  # name timeout command...
+  local name=$1 limit=$2; shift 2
+  echo "=== $name: $*"
+  local start=$SECONDS
+  timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  tail -n 25 "$OUT/$name.log"
+  summary+=("$name: rc=$rc ($((SECONDS - start)) s)")
+}
+
+for step in "${steps[@]}"; do
+  case $step in
+    info)
+      run_step info 30 bash -c 'nvidia-smi; nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv' ;;
+    layers)
+      run_step layers 120 build/fa3_tests '[layers]' ;;
+    tests)
+      run_step tests 420 build/fa3_tests --durations yes ;;
+    bench)
+      run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
+    sass)
+      mkdir -p "$OUT/sass"
+      for f in build/cubin/*.cubin; do cuobjdump -sass "$f" > "$OUT/sass/$(basename "$f" .cubin).sass" 2>&1; done
+      tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass"
+      summary+=("sass: dumped $(ls build/cubin/*.cubin | wc -l) cubins") ;;
+    sanitize)
+      run_step sanitize 500 tools/sanitize.sh build/fa3_tests ;;
+    python)
+      run_step python 300 tools/run_python_tests.sh ;;
+    compare)
+      run_step compare 550 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
+echo "=== summary"
+printf '%s\n' "${summary[@]}"
