@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <cstdlib>
 
 namespace fa3 {
@@ -19,24 +18,22 @@ Error Driver::load(Driver* out) {
                           " could not be loaded (" + (why ? why : "unknown reason") +
                           "); fa3 needs an NVIDIA driver and a Hopper GPU");
   }
-  using GetProcAddress = decltype(&cuGetProcAddress);
-  auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(d.library, "cuGetProcAddress_v2"));
-  using GetVersion = decltype(&cuDriverGetVersion);
-  auto get_version = reinterpret_cast<GetVersion>(dlsym(d.library, "cuDriverGetVersion"));
+  auto get_proc =
+      reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(d.library, "cuGetProcAddress_v2"));
+  auto get_version =
+      reinterpret_cast<PFN_cuDriverGetVersion_v2020>(dlsym(d.library, "cuDriverGetVersion"));
   if (!get_proc || !get_version || get_version(&d.version) != CUDA_SUCCESS) {
     dlclose(d.library);
     return make_error(FA3_ERR_NO_DRIVER,
                       std::string("the CUDA driver ") + path +
                           " is too old: it lacks cuGetProcAddress_v2 (fa3 needs a CUDA 12 or newer driver)");
   }
-  // Ask for the entry points as of the older of the driver and the headers we built with.
-  const int api_version = std::min(d.version, CUDA_VERSION);
   std::string missing;
-#define FA3_RESOLVE(symbol, member)                                                     \
+#define FA3_RESOLVE(symbol, member, version)                                            \
   {                                                                                     \
     void* fn = nullptr;                                                                 \
     CUdriverProcAddressQueryResult status{};                                            \
-    if (get_proc(#symbol, &fn, api_version, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=    \
+    if (get_proc(#symbol, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status) !=        \
             CUDA_SUCCESS ||                                                             \
         fn == nullptr)                                                                  \
       missing += std::string(missing.empty() ? "" : ", ") + #symbol;                    \

@@ -1,9 +1,10 @@
 // The CUDA driver API, loaded at run time: dlopen("libcuda.so.1") and cuGetProcAddress, so
 // libfa3 builds and its CPU paths run on machines without a driver. Only types come from
-// cuda.h; nothing links against libcuda.
+// cuda.h and cudaTypedefs.h; nothing links against libcuda.
 #pragma once
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 
 #include <string>
 
@@ -11,33 +12,35 @@
 
 namespace fa3 {
 
-// X(symbol, member): the driver entry points fa3 uses. The prototype is the one cuda.h maps
-// the symbol to (e.g. cuCtxPushCurrent -> cuCtxPushCurrent_v2); cuGetProcAddress resolves
-// the same version from the plain name.
-#define FA3_DRIVER_FUNCTIONS(X)                                     \
-  X(cuGetErrorName, get_error_name)                                 \
-  X(cuGetErrorString, get_error_string)                             \
-  X(cuInit, init)                                                   \
-  X(cuDriverGetVersion, driver_get_version)                         \
-  X(cuDeviceGetCount, device_get_count)                             \
-  X(cuDeviceGet, device_get)                                        \
-  X(cuDeviceGetAttribute, device_get_attribute)                     \
-  X(cuDeviceGetName, device_get_name)                               \
-  X(cuDevicePrimaryCtxRetain, primary_ctx_retain)                   \
-  X(cuDevicePrimaryCtxRelease, primary_ctx_release)                 \
-  X(cuCtxGetCurrent, ctx_get_current)                               \
-  X(cuCtxGetDevice, ctx_get_device)                                 \
-  X(cuCtxPushCurrent, ctx_push_current)                             \
-  X(cuCtxPopCurrent, ctx_pop_current)                               \
-  X(cuModuleLoadData, module_load_data)                             \
-  X(cuModuleUnload, module_unload)                                  \
-  X(cuModuleGetFunction, module_get_function)                       \
-  X(cuFuncSetAttribute, func_set_attribute)                         \
-  X(cuLaunchKernelEx, launch_kernel_ex)                             \
-  X(cuTensorMapEncodeTiled, tensor_map_encode_tiled)
+// X(symbol, member, version): the driver entry points fa3 uses, each pinned to one ABI
+// version. cuGetProcAddress resolves a plain name to its newest variant as of the CUDA
+// version asked for: asked as of 13.0, "cuCtxGetDevice" is cuCtxGetDevice_v2(CUdevice*,
+// CUcontext). Asking each symbol at the version of the prototype we call (the
+// PFN_<symbol>_v<version> types of cudaTypedefs.h) keeps caller and callee in agreement on
+// every driver from 12.0 on.
+#define FA3_DRIVER_FUNCTIONS(X)                               \
+  X(cuGetErrorName, get_error_name, 6000)                     \
+  X(cuGetErrorString, get_error_string, 6000)                 \
+  X(cuInit, init, 2000)                                       \
+  X(cuDeviceGetCount, device_get_count, 2000)                 \
+  X(cuDeviceGet, device_get, 2000)                            \
+  X(cuDeviceGetAttribute, device_get_attribute, 2000)         \
+  X(cuDeviceGetName, device_get_name, 2000)                   \
+  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, 7000)       \
+  X(cuDevicePrimaryCtxRelease, primary_ctx_release, 11000)    \
+  X(cuCtxGetCurrent, ctx_get_current, 4000)                   \
+  X(cuCtxGetDevice, ctx_get_device, 2000)                     \
+  X(cuCtxPushCurrent, ctx_push_current, 4000)                 \
+  X(cuCtxPopCurrent, ctx_pop_current, 4000)                   \
+  X(cuModuleLoadData, module_load_data, 2000)                 \
+  X(cuModuleUnload, module_unload, 2000)                      \
+  X(cuModuleGetFunction, module_get_function, 2000)           \
+  X(cuFuncSetAttribute, func_set_attribute, 9000)             \
+  X(cuLaunchKernelEx, launch_kernel_ex, 11060)                \
+  X(cuTensorMapEncodeTiled, tensor_map_encode_tiled, 12000)
 
 struct Driver {
-#define FA3_DECLARE_MEMBER(symbol, member) decltype(&symbol) member = nullptr;
+#define FA3_DECLARE_MEMBER(symbol, member, version) PFN_##symbol##_v##version member = nullptr;
   FA3_DRIVER_FUNCTIONS(FA3_DECLARE_MEMBER)
 #undef FA3_DECLARE_MEMBER
   void* library = nullptr;
