@@ -51,7 +51,7 @@ typedef struct {
 } fa3_params;
 
 /* Creates a handle for CUDA device `device` (an ordinal as the driver counts them).
- * tuning_table_path: NULL for the built-in table, else a JSON file (schema in README.md).
+ * tuning_table_path: NULL for the built-in table, else a JSON file (schema: docs/tuning_table.md).
  * The handle uses the calling thread's current CUDA context when it belongs to `device`,
  * otherwise the device's primary context (the one the CUDA runtime and PyTorch use).
  * A handle may be used from several threads at once. */

@@ -1,0 +1,522 @@
+#include "runtime/tuning_table.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "runtime/embedded.h"
+
+namespace fa3 {
+
+// ordered_json keeps keys in document order, so "the first error" is the first in the file.
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr int64_t kMaxSeqlen = 2147483647;
+constexpr SeqlenRange kAllSeqlens{1, kMaxSeqlen};
+
+const char* direction_name(Direction) { return "fwd"; }  // Forward is the only direction yet
+
+// ---- supported keys and their slots ---------------------------------------------------
+
+constexpr int kHeadDims[] = {64, 128, 256};
+
+int head_dim_index(int head_dim) {
+  for (int i = 0; i < static_cast<int>(std::size(kHeadDims)); ++i)
+    if (kHeadDims[i] == head_dim) return i;
+  return -1;
+}
+
+// The slot of a supported key in TuningTable's index; -1 when the key is not supported.
+int slot_of(Direction direction, DType dtype, int head_dim, bool causal) {
+  const int h = head_dim_index(head_dim);
+  if (h < 0) return -1;
+  return ((static_cast<int>(direction) * 2 + static_cast<int>(dtype)) * 3 + h) * 2 +
+         (causal ? 1 : 0);
+}
+
+int slot_of(const MatchKey& k) { return slot_of(k.direction, k.dtype, k.head_dim, k.causal); }
+
+// Every key a table must cover, in slot order (the order gaps are reported in).
+std::vector<MatchKey> supported_keys() {
+  std::vector<MatchKey> keys;
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (int head_dim : kHeadDims)
+      for (bool causal : {false, true})
+        keys.push_back({Direction::Forward, dtype, head_dim, causal});
+  return keys;
+}
+
+bool same_key(const MatchKey& a, const MatchKey& b) { return slot_of(a) == slot_of(b); }
+
+// ---- schema violations ----------------------------------------------------------------
+
+// The sentence after "tuning table '<source>': " of the first rule the document breaks.
+// Thrown only inside this file; TuningTable::parse turns it into an Error.
+struct Violation {
+  std::string sentence;
+};
+
+[[noreturn]] void violate(std::string sentence) { throw Violation{std::move(sentence)}; }
+
+// A JSON value as it appears after "got" in a message, shortened so a message stays a line.
+std::string shown(const Json& value) {
+  std::string text = value.dump();
+  if (text.size() > 60) text = text.substr(0, 57) + "...";
+  return text;
+}
+
+[[noreturn]] void unknown_key(const std::string& object, const std::string& key,
+                              const std::string& allowed) {
+  violate(object + " has unknown key \"" + key + "\" (allowed: " + allowed + ")");
+}
+
+void require(const Json& object, const char* key, const std::string& path) {
+  if (!object.contains(key)) violate(path + key + " is required");
+}
+
+// The value of `v` when it is a JSON integer in [lo, hi]; nullopt otherwise (also for
+// 128.0, "128" and integers beyond int64).
+std::optional<int64_t> integer_in(const Json& v, int64_t lo, int64_t hi) {
+  if (!v.is_number_integer()) return std::nullopt;
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(hi)) return std::nullopt;
+  const int64_t x = v.get<int64_t>();
+  if (x < lo || x > hi) return std::nullopt;
+  return x;
+}
+
+// nlohmann keeps the last of repeated keys without a word; a table with "kernel" twice
+// does not say which it means, so repeated keys are rejected with the object's path.
+class RepeatedKeyFinder {
+ public:
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start:
+        levels_.push_back({true, {}, 0});
+        break;
+      case Json::parse_event_t::array_start:
+        levels_.push_back({false, {}, 0});
+        break;
+      case Json::parse_event_t::key:
+        on_key(parsed.get<std::string>());
+        break;
+      case Json::parse_event_t::object_end:
+      case Json::parse_event_t::array_end:
+        levels_.pop_back();
+        element_done();
+        break;
+      case Json::parse_event_t::value:
+        element_done();
+        break;
+    }
+    return true;
+  }
+  const std::string& first_repeat() const { return first_repeat_; }
+
+ private:
+  struct Level {
+    bool is_object;
+    std::vector<std::string> keys;  // for an object: its keys so far, the current one last
+    size_t elements;                // for an array: how many elements are complete
+  };
+
+  void on_key(const std::string& key) {
+    std::vector<std::string>& keys = levels_.back().keys;
+    if (first_repeat_.empty() && std::find(keys.begin(), keys.end(), key) != keys.end())
+      first_repeat_ = path_of_current_object() + " has key \"" + key + "\" twice";
+    keys.push_back(key);
+  }
+  void element_done() {
+    if (!levels_.empty() && !levels_.back().is_object) ++levels_.back().elements;
+  }
+  // "entries[2].match": each enclosing level contributes where the parser is inside it.
+  std::string path_of_current_object() const {
+    std::string path;
+    for (size_t i = 0; i + 1 < levels_.size(); ++i) {
+      const Level& l = levels_[i];
+      if (l.is_object)
+        path += (path.empty() ? "" : ".") + l.keys.back();
+      else
+        path += "[" + std::to_string(l.elements) + "]";
+    }
+    return path.empty() ? "the top level" : path;
+  }
+
+  std::vector<Level> levels_;
+  std::string first_repeat_;
+};
+
+// ---- one entry ------------------------------------------------------------------------
+
+// A match object as written: the required fields stay empty until seen.
+struct Match {
+  std::optional<Direction> direction;
+  std::optional<DType> dtype;
+  std::optional<int> head_dim;
+  std::optional<bool> causal;
+  SeqlenRange seqlen_q = kAllSeqlens, seqlen_k = kAllSeqlens;
+};
+
+Direction parse_direction(const Json& v, const std::string& path) {
+  if (v != direction_name(Direction::Forward))
+    violate(path + " must be \"fwd\" (got " + shown(v) + ")");
+  return Direction::Forward;
+}
+
+DType parse_dtype(const Json& v, const std::string& path) {
+  if (v == dtype_name(DType::F16)) return DType::F16;
+  if (v == dtype_name(DType::BF16)) return DType::BF16;
+  violate(path + " must be one of \"f16\", \"bf16\" (got " + shown(v) + ")");
+}
+
+int parse_head_dim(const Json& v, const std::string& path) {
+  const std::optional<int64_t> x = integer_in(v, 0, 1 << 30);
+  if (!x || head_dim_index(static_cast<int>(*x)) < 0)
+    violate(path + " must be one of 64, 128, 256 (got " + shown(v) + ")");
+  return static_cast<int>(*x);
+}
+
+bool parse_bool(const Json& v, const std::string& path) {
+  if (!v.is_boolean()) violate(path + " must be true or false (got " + shown(v) + ")");
+  return v.get<bool>();
+}
+
+SeqlenRange parse_range(const Json& v, const std::string& path) {
+  std::optional<int64_t> lo, hi;
+  if (v.is_array() && v.size() == 2) {
+    lo = integer_in(v[0], 1, kMaxSeqlen);
+    hi = integer_in(v[1], 1, kMaxSeqlen);
+  }
+  if (!lo || !hi || *lo > *hi)
+    violate(path + " must be [lo, hi] with integers 1 <= lo <= hi <= 2147483647 (got " + shown(v) +
+            ")");
+  return {*lo, *hi};
+}
+
+MatchKey parse_match(const Json& v, const std::string& path, SeqlenRange* seqlen_q,
+                     SeqlenRange* seqlen_k) {
+  if (!v.is_object()) violate(path + " must be an object (got " + shown(v) + ")");
+  Match m;
+  for (const auto& item : v.items()) {
+    const std::string& key = item.key();
+    const std::string at = path + "." + key;
+    if (key == "direction")
+      m.direction = parse_direction(item.value(), at);
+    else if (key == "dtype")
+      m.dtype = parse_dtype(item.value(), at);
+    else if (key == "head_dim")
+      m.head_dim = parse_head_dim(item.value(), at);
+    else if (key == "causal")
+      m.causal = parse_bool(item.value(), at);
+    else if (key == "seqlen_q")
+      m.seqlen_q = parse_range(item.value(), at);
+    else if (key == "seqlen_k")
+      m.seqlen_k = parse_range(item.value(), at);
+    else
+      unknown_key(path, key, "direction, dtype, head_dim, causal, seqlen_q, seqlen_k");
+  }
+  for (const char* key : {"direction", "dtype", "head_dim", "causal"}) require(v, key, path + ".");
+  *seqlen_q = m.seqlen_q;
+  *seqlen_k = m.seqlen_k;
+  return {*m.direction, *m.dtype, *m.head_dim, *m.causal};
+}
+
+const KernelInfo& parse_kernel(const Json& v, const std::string& path,
+                               const std::vector<KernelInfo>& kernels) {
+  if (!v.is_string()) violate(path + " must be a string (got " + shown(v) + ")");
+  for (const KernelInfo& k : kernels)
+    if (k.name == v.get_ref<const std::string&>()) return k;
+  violate(path + " " + shown(v) +
+          " is not a kernel compiled into the library (fa3-table kernels lists them)");
+}
+
+// The shape of a config object: known keys, each with the JSON type fwd_config_json gives
+// it. Its values are compared with the kernel once the whole entry is read.
+void check_config_shape(const Json& v, const std::string& path) {
+  if (!v.is_object()) violate(path + " must be an object (got " + shown(v) + ")");
+  const Json schema = fwd_config_json(FwdConfig{});
+  for (const auto& item : v.items()) {
+    const std::string at = path + "." + item.key();
+    if (!schema.contains(item.key())) {
+      std::string allowed;
+      for (const auto& field : schema.items())
+        allowed += (allowed.empty() ? "" : ", ") + field.key();
+      unknown_key(path, item.key(), allowed);
+    }
+    const Json& expected = schema[item.key()];
+    if (expected.is_boolean())
+      parse_bool(item.value(), at);
+    else if (expected.is_number_integer() && !item.value().is_number_integer())
+      violate(at + " must be an integer (got " + shown(item.value()) + ")");
+  }
+}
+
+void check_config_values(const Json& v, const KernelInfo& kernel, const std::string& path) {
+  const Json actual = fwd_config_json(kernel.fwd);
+  for (const auto& item : v.items()) {
+    const Json& compiled = actual[item.key()];
+    if (item.value() != compiled)
+      violate(path + "." + item.key() + " is " + shown(item.value()) + ", but kernel \"" +
+              kernel.name + "\" is compiled with " + item.key() + " " + shown(compiled));
+  }
+}
+
+void check_kernel_fits(const KernelInfo& kernel, const MatchKey& key, const std::string& path) {
+  auto mismatch = [&](const char* field, const std::string& kernel_value,
+                      const std::string& match_value) {
+    violate(path + " \"" + kernel.name + "\" does not fit its match (kernel " + field + " " +
+            kernel_value + ", match " + field + " " + match_value + ")");
+  };
+  const FwdConfig& c = kernel.fwd;
+  if (c.dtype != key.dtype) mismatch("dtype", dtype_name(c.dtype), dtype_name(key.dtype));
+  if (c.head_dim != key.head_dim)
+    mismatch("head_dim", std::to_string(c.head_dim), std::to_string(key.head_dim));
+  if (c.causal != key.causal)
+    mismatch("causal", c.causal ? "true" : "false", key.causal ? "true" : "false");
+}
+
+TuningEntry parse_entry(const Json& v, const std::string& path,
+                        const std::vector<KernelInfo>& kernels) {
+  if (!v.is_object()) violate(path + " must be an object (got " + shown(v) + ")");
+  TuningEntry entry{};
+  const KernelInfo* kernel = nullptr;
+  const Json* config = nullptr;
+  for (const auto& item : v.items()) {
+    const std::string& key = item.key();
+    const std::string at = path + "." + key;
+    if (key == "match")
+      entry.key = parse_match(item.value(), at, &entry.seqlen_q, &entry.seqlen_k);
+    else if (key == "kernel")
+      kernel = &parse_kernel(item.value(), at, kernels);
+    else if (key == "config") {
+      check_config_shape(item.value(), at);
+      config = &item.value();
+    } else
+      unknown_key(path, key, "match, kernel, config");
+  }
+  require(v, "match", path + ".");
+  require(v, "kernel", path + ".");
+  // Cross-checks need the whole entry, whatever order its keys came in.
+  check_kernel_fits(*kernel, entry.key, path + ".kernel");
+  if (config) check_config_values(*config, *kernel, path + ".config");
+  entry.kernel = *kernel;
+  return entry;
+}
+
+// ---- the document ---------------------------------------------------------------------
+
+// Checked before anything else: the version decides what every other key means.
+void check_version(const Json& doc) {
+  require(doc, "version", "");
+  const Json& version = doc["version"];
+  if (!version.is_number_integer() || version != 1)
+    violate("version must be 1 (got " + shown(version) + ")");
+}
+
+void check_arch(const Json& v) {
+  if (v != "sm_90a") violate("arch must be \"sm_90a\" (got " + shown(v) + ")");
+}
+
+std::vector<std::pair<std::string, std::string>> parse_info(const Json& v) {
+  if (!v.is_object()) violate("info must be an object (got " + shown(v) + ")");
+  std::vector<std::pair<std::string, std::string>> info;
+  for (const auto& item : v.items()) {
+    if (!item.value().is_string())
+      violate("info." + item.key() + " must be a string (got " + shown(item.value()) + ")");
+    info.emplace_back(item.key(), item.value().get<std::string>());
+  }
+  return info;
+}
+
+std::vector<TuningEntry> parse_entries(const Json& v, const std::vector<KernelInfo>& kernels) {
+  if (!v.is_array() || v.empty())
+    violate("entries must be a non-empty array (got " + shown(v) + ")");
+  std::vector<TuningEntry> entries;
+  for (size_t i = 0; i < v.size(); ++i)
+    entries.push_back(parse_entry(v[i], "entries[" + std::to_string(i) + "]", kernels));
+  return entries;
+}
+
+// ---- coverage -------------------------------------------------------------------------
+
+std::string at_point(int64_t seqlen_q, int64_t seqlen_k) {
+  return "seqlen_q=" + std::to_string(seqlen_q) + ", seqlen_k=" + std::to_string(seqlen_k);
+}
+
+// Two entries of one key may not both cover a point; the witness is the lowest corner of
+// their intersection. Pairs are reported in document order of the later entry.
+void check_no_overlap(const std::vector<TuningEntry>& entries) {
+  for (size_t j = 0; j < entries.size(); ++j) {
+    for (size_t i = 0; i < j; ++i) {
+      const TuningEntry& a = entries[i];
+      const TuningEntry& b = entries[j];
+      if (!same_key(a.key, b.key)) continue;
+      const int64_t q = std::max(a.seqlen_q.lo, b.seqlen_q.lo);
+      const int64_t k = std::max(a.seqlen_k.lo, b.seqlen_k.lo);
+      if (a.seqlen_q.contains(q) && b.seqlen_q.contains(q) && a.seqlen_k.contains(k) &&
+          b.seqlen_k.contains(k))
+        violate("entries[" + std::to_string(i) + "] and entries[" + std::to_string(j) +
+                "] both cover " + describe(a.key) + " at " + at_point(q, k));
+    }
+  }
+}
+
+// The ranges' boundaries cut [1, kMaxSeqlen] into intervals no entry boundary crosses.
+std::vector<int64_t> interval_starts(const std::vector<SeqlenRange>& ranges) {
+  std::vector<int64_t> starts{1};
+  for (const SeqlenRange& r : ranges) {
+    starts.push_back(r.lo);
+    if (r.hi < kMaxSeqlen) starts.push_back(r.hi + 1);
+  }
+  std::sort(starts.begin(), starts.end());
+  starts.erase(std::unique(starts.begin(), starts.end()), starts.end());
+  return starts;
+}
+
+// Coordinate compression: every cell of the grid the entries' boundaries draw is either
+// inside an entry or outside all of them, so testing one point per cell finds any gap.
+void check_no_gap(const std::vector<TuningEntry>& entries, const MatchKey& key) {
+  std::vector<SeqlenRange> q_ranges, k_ranges;
+  for (const TuningEntry& e : entries) {
+    if (!same_key(e.key, key)) continue;
+    q_ranges.push_back(e.seqlen_q);
+    k_ranges.push_back(e.seqlen_k);
+  }
+  for (int64_t q : interval_starts(q_ranges)) {
+    for (int64_t k : interval_starts(k_ranges)) {
+      bool covered = false;
+      for (size_t i = 0; i < q_ranges.size() && !covered; ++i)
+        covered = q_ranges[i].contains(q) && k_ranges[i].contains(k);
+      if (!covered) violate("no entry covers " + describe(key) + " at " + at_point(q, k));
+    }
+  }
+}
+
+void check_coverage(const std::vector<TuningEntry>& entries) {
+  check_no_overlap(entries);
+  for (const MatchKey& key : supported_keys()) check_no_gap(entries, key);
+}
+
+// The keys after version, in document order.
+void parse_top_level(const Json& doc, const std::vector<KernelInfo>& kernels,
+                     std::vector<std::pair<std::string, std::string>>* info,
+                     std::vector<TuningEntry>* entries) {
+  for (const auto& item : doc.items()) {
+    const std::string& key = item.key();
+    if (key == "version") continue;  // checked first, by check_version
+    if (key == "arch")
+      check_arch(item.value());
+    else if (key == "info")
+      *info = parse_info(item.value());
+    else if (key == "entries")
+      *entries = parse_entries(item.value(), kernels);
+    else
+      unknown_key("the top level", key, "version, arch, info, entries");
+  }
+  require(doc, "arch", "");
+  require(doc, "entries", "");
+}
+
+Error table_error(const std::string& source, const std::string& sentence) {
+  return make_error(FA3_ERR_TUNING_TABLE, "tuning table '" + source + "': " + sentence);
+}
+
+Error read_text_file(const std::string& path, std::string* text) {
+  auto cannot_read = [&](int err) {
+    return make_error(FA3_ERR_TUNING_TABLE,
+                      "tuning table '" + path + "' cannot be read: " + std::strerror(err));
+  };
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return cannot_read(errno);
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text->append(buffer, n);
+  // fread reports a failed read(2) (EISDIR for a directory) through ferror and errno.
+  const int err = std::ferror(f) ? errno : 0;
+  std::fclose(f);
+  return err ? cannot_read(err) : Error::ok();
+}
+
+}  // namespace
+
+std::string describe(const MatchKey& key) {
+  return std::string(direction_name(key.direction)) + " " + dtype_name(key.dtype) + " head_dim " +
+         std::to_string(key.head_dim) + (key.causal ? " causal" : " non-causal");
+}
+
+Json fwd_config_json(const FwdConfig& c) {
+  return Json{{"block_m", c.block_m},
+              {"block_n", c.block_n},
+              {"stages", c.stages},
+              {"consumer_warpgroups", c.consumer_warpgroups},
+              {"producer_regs", c.producer_regs()},
+              {"consumer_regs", c.consumer_regs()},
+              {"causal", c.causal}};
+}
+
+std::string builtin_tuning_table_text() {
+  return std::string(reinterpret_cast<const char*>(kEmbeddedTuningTable.begin),
+                     reinterpret_cast<const char*>(kEmbeddedTuningTable.end));
+}
+
+Error TuningTable::parse(const std::string& json_text, const std::string& source,
+                         const std::vector<KernelInfo>& kernels, TuningTable* out) {
+  RepeatedKeyFinder repeats;
+  Json doc;
+  try {
+    doc = Json::parse(json_text, std::ref(repeats));
+  } catch (const Json::parse_error& e) {
+    return table_error(source, std::string("not valid JSON: ") + e.what());
+  }
+  if (!repeats.first_repeat().empty()) return table_error(source, repeats.first_repeat());
+
+  TuningTable table;
+  table.source_ = source;
+  try {
+    if (!doc.is_object()) violate("the top level must be an object (got " + shown(doc) + ")");
+    check_version(doc);
+    parse_top_level(doc, kernels, &table.info_, &table.entries_);
+    check_coverage(table.entries_);
+  } catch (const Violation& v) {
+    return table_error(source, v.sentence);
+  }
+  table.build_index();
+  *out = std::move(table);
+  return Error::ok();
+}
+
+Error TuningTable::load_file(const std::string& path, const std::vector<KernelInfo>& kernels,
+                             TuningTable* out) {
+  std::string text;
+  Error e = read_text_file(path, &text);
+  if (e.failed()) return e;
+  return parse(text, path, kernels, out);
+}
+
+Error TuningTable::load_builtin(TuningTable* out) {
+  return parse(builtin_tuning_table_text(), "built-in", compiled_kernels(), out);
+}
+
+void TuningTable::build_index() {
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    const TuningEntry& e = entries_[i];
+    slots_[slot_of(e.key)].push_back({e.seqlen_q, e.seqlen_k, i});
+  }
+}
+
+const KernelInfo* TuningTable::select(const ProblemKey& p) const {
+  const int slot = slot_of(p.direction, p.dtype, p.head_dim, p.causal);
+  if (slot < 0) return nullptr;
+  for (const Rule& rule : slots_[slot])
+    if (rule.seqlen_q.contains(p.seqlen_q) && rule.seqlen_k.contains(p.seqlen_k))
+      return &entries_[rule.entry].kernel;
+  return nullptr;
+}
+
+}  // namespace fa3

@@ -1,0 +1,498 @@
+// The tuning table: schema validation (every rule with its exact message), coverage,
+// selection, and the built-in table. CPU only: kernel lists are built from names here.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "runtime/tuning_table.h"
+
+using Json = nlohmann::ordered_json;
+using namespace fa3;
+
+namespace {
+
+constexpr int64_t kMax = 2147483647;
+
+// The forward kernels of src/kernels/kernels.mk (what the built-in table may name).
+const char* const kKernelsMk[] = {
+    "fa3_fwd_f16_d64_m128_n128_s2_w2",   "fa3_fwd_f16_d64_m128_n128_s2_w2_causal",
+    "fa3_fwd_f16_d128_m128_n128_s2_w2",  "fa3_fwd_f16_d128_m128_n128_s2_w2_causal",
+    "fa3_fwd_f16_d256_m128_n64_s2_w2",   "fa3_fwd_f16_d256_m128_n64_s2_w2_causal",
+    "fa3_fwd_bf16_d64_m128_n128_s2_w2",  "fa3_fwd_bf16_d64_m128_n128_s2_w2_causal",
+    "fa3_fwd_bf16_d128_m128_n128_s2_w2", "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal",
+    "fa3_fwd_bf16_d256_m128_n64_s2_w2",  "fa3_fwd_bf16_d256_m128_n64_s2_w2_causal",
+};
+// Two more bf16 d128 configs, so a table can split sequence lengths between kernels.
+const char* const kSmallTileKernel = "fa3_fwd_bf16_d128_m128_n64_s2_w2";
+const char* const kThreeWarpgroupKernel = "fa3_fwd_bf16_d128_m192_n128_s2_w3";
+
+KernelInfo fake_kernel(const std::string& name) {
+  KernelInfo k;
+  k.name = name;
+  k.fwd = parse_fwd_kernel_name(name).value();  // throws on a typo in this file
+  return k;
+}
+
+std::vector<KernelInfo> kernels_mk_list() {
+  std::vector<KernelInfo> list;
+  for (const char* name : kKernelsMk) list.push_back(fake_kernel(name));
+  return list;
+}
+
+std::vector<KernelInfo> test_kernels() {
+  std::vector<KernelInfo> list = kernels_mk_list();
+  list.push_back(fake_kernel(kSmallTileKernel));
+  list.push_back(fake_kernel(kThreeWarpgroupKernel));
+  return list;
+}
+
+std::string default_kernel(const std::string& dtype, int head_dim, bool causal) {
+  return "fa3_fwd_" + dtype + "_d" + std::to_string(head_dim) +
+         (head_dim == 256 ? "_m128_n64_s2_w2" : "_m128_n128_s2_w2") + (causal ? "_causal" : "");
+}
+
+Json entry(const std::string& dtype, int head_dim, bool causal, const std::string& kernel) {
+  return Json{
+      {"match",
+       {{"direction", "fwd"}, {"dtype", dtype}, {"head_dim", head_dim}, {"causal", causal}}},
+      {"kernel", kernel}};
+}
+
+// A valid table: one entry per supported key, over all sequence lengths, in the order
+// f16 d64 non-causal, f16 d64 causal, ..., bf16 d256 causal (so entries[8] is bf16 d128
+// non-causal).
+Json valid_table() {
+  Json entries = Json::array();
+  for (const char* dtype : {"f16", "bf16"})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true})
+        entries.push_back(entry(dtype, head_dim, causal, default_kernel(dtype, head_dim, causal)));
+  return Json{
+      {"version", 1}, {"arch", "sm_90a"}, {"info", {{"gpu", "test"}}}, {"entries", entries}};
+}
+constexpr int kBf16D128 = 8;  // index of the bf16 d128 non-causal entry in valid_table()
+
+Error parse_text(const std::string& text, TuningTable* out) {
+  return TuningTable::parse(text, "t.json", test_kernels(), out);
+}
+
+// The message of a table that must be rejected.
+std::string error_of_text(const std::string& text) {
+  TuningTable t;
+  const Error e = parse_text(text, &t);
+  REQUIRE(e.status == FA3_ERR_TUNING_TABLE);
+  return e.message;
+}
+std::string error_of(const Json& doc) { return error_of_text(doc.dump(2)); }
+
+TuningTable parsed(const Json& doc) {
+  TuningTable t;
+  const Error e = parse_text(doc.dump(), &t);
+  INFO(e.message);
+  REQUIRE_FALSE(e.failed());
+  return t;
+}
+
+std::string selected(const TuningTable& t, DType dtype, int head_dim, bool causal, int64_t q,
+                     int64_t k) {
+  const KernelInfo* kernel = t.select({Direction::Forward, dtype, head_dim, causal, q, k});
+  return kernel ? kernel->name : "(none)";
+}
+
+// Replaces valid_table()'s bf16 d128 non-causal entry by `replacements`.
+Json with_bf16_d128_split(std::initializer_list<Json> replacements) {
+  Json doc = valid_table();
+  Json& entries = doc["entries"];
+  entries.erase(entries.begin() + kBf16D128);
+  int at = kBf16D128;
+  for (const Json& e : replacements) entries.insert(entries.begin() + at++, e);
+  return doc;
+}
+
+Json bf16_d128(Json seqlen_q, Json seqlen_k, const std::string& kernel) {
+  Json e = entry("bf16", 128, false, kernel);
+  e["match"]["seqlen_q"] = std::move(seqlen_q);
+  e["match"]["seqlen_k"] = std::move(seqlen_k);
+  return e;
+}
+
+const std::string kPrefix = "tuning table 't.json': ";
+
+}  // namespace
+
+TEST_CASE("a valid table parses and every key selects its kernel", "[cpu][tuning]") {
+  const TuningTable t = parsed(valid_table());
+  CHECK(t.source() == "t.json");
+  CHECK(t.entries().size() == 12);
+  REQUIRE(t.info().size() == 1);
+  CHECK(t.info()[0] == std::make_pair(std::string("gpu"), std::string("test")));
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true})
+        CHECK(selected(t, dtype, head_dim, causal, 1, kMax) ==
+              default_kernel(dtype_name(dtype), head_dim, causal));
+}
+
+TEST_CASE("malformed tables are rejected with the file, the entry and the reason",
+          "[cpu][tuning]") {
+  Json doc = valid_table();
+  Json& e8 = doc["entries"][kBf16D128];
+
+  SECTION("bad JSON") {
+    const std::string m = error_of_text("{\"version\": 1,,}");
+    CHECK_THAT(m, Catch::StartsWith(kPrefix + "not valid JSON: "));
+    CHECK_THAT(m, Catch::Contains("line 1, column 15"));
+  }
+  SECTION("repeated key") {
+    CHECK(error_of_text("{\"version\": 1, \"version\": 1}") ==
+          kPrefix + "the top level has key \"version\" twice");
+    e8["kernel"] = "KERNEL";
+    std::string text = doc.dump();
+    text.replace(
+        text.find("\"KERNEL\""), 8,
+        "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\", \"kernel\": \"fa3_fwd_bf16_d128_m128_n64_s2_w2\"");
+    CHECK(error_of_text(text) == kPrefix + "entries[8] has key \"kernel\" twice");
+    e8["kernel"] = "fa3_fwd_bf16_d128_m128_n128_s2_w2";
+    e8["match"]["seqlen_q"] = "RANGE";
+    text = doc.dump();
+    text.replace(text.find("\"RANGE\""), 7, "[1, 2147483647], \"seqlen_q\": [1, 5]");
+    CHECK(error_of_text(text) == kPrefix + "entries[8].match has key \"seqlen_q\" twice");
+  }
+  SECTION("top level not an object") {
+    CHECK(error_of_text("[1, 2]") == kPrefix + "the top level must be an object (got [1,2])");
+  }
+  SECTION("wrong version") {
+    doc["version"] = 2;
+    CHECK(error_of(doc) == kPrefix + "version must be 1 (got 2)");
+  }
+  SECTION("version as a float") {
+    doc["version"] = 1.0;
+    CHECK(error_of(doc) == kPrefix + "version must be 1 (got 1.0)");
+  }
+  SECTION("missing version") {
+    doc.erase("version");
+    CHECK(error_of(doc) == kPrefix + "version is required");
+  }
+  SECTION("wrong arch") {
+    doc["arch"] = "sm_80";
+    CHECK(error_of(doc) == kPrefix + "arch must be \"sm_90a\" (got \"sm_80\")");
+  }
+  SECTION("missing arch") {
+    doc.erase("arch");
+    CHECK(error_of(doc) == kPrefix + "arch is required");
+  }
+  SECTION("unknown top-level key") {
+    doc["entires"] = Json::array();
+    CHECK(error_of(doc) == kPrefix +
+                               "the top level has unknown key \"entires\" (allowed: version, "
+                               "arch, info, entries)");
+  }
+  SECTION("info value not a string") {
+    doc["info"]["runs"] = 3;
+    CHECK(error_of(doc) == kPrefix + "info.runs must be a string (got 3)");
+  }
+  SECTION("empty entries") {
+    doc["entries"] = Json::array();
+    CHECK(error_of(doc) == kPrefix + "entries must be a non-empty array (got [])");
+  }
+  SECTION("entry not an object") {
+    e8 = "fa3_fwd_bf16_d128_m128_n128_s2_w2";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8] must be an object (got \"fa3_fwd_bf16_d128_m128_n128_s2_w2\")");
+  }
+  SECTION("unknown entry key") {
+    e8["kernels"] = "x";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8] has unknown key \"kernels\" (allowed: match, kernel, config)");
+  }
+  SECTION("missing kernel") {
+    e8.erase("kernel");
+    CHECK(error_of(doc) == kPrefix + "entries[8].kernel is required");
+  }
+  SECTION("unknown match key") {
+    e8["match"]["seqlen"] = Json::array({1, 2});
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].match has unknown key \"seqlen\" (allowed: direction, "
+                               "dtype, head_dim, causal, seqlen_q, seqlen_k)");
+  }
+  SECTION("missing match key") {
+    e8["match"].erase("dtype");
+    CHECK(error_of(doc) == kPrefix + "entries[8].match.dtype is required");
+  }
+  SECTION("unknown direction") {
+    e8["match"]["direction"] = "bwd";
+    CHECK(error_of(doc) == kPrefix + "entries[8].match.direction must be \"fwd\" (got \"bwd\")");
+  }
+  SECTION("unknown dtype") {
+    e8["match"]["dtype"] = "e4m3";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8].match.dtype must be one of \"f16\", \"bf16\" (got \"e4m3\")");
+  }
+  SECTION("unsupported head_dim") {
+    e8["match"]["head_dim"] = 96;
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8].match.head_dim must be one of 64, 128, 256 (got 96)");
+  }
+  SECTION("head_dim as a string") {
+    e8["match"]["head_dim"] = "128";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8].match.head_dim must be one of 64, 128, 256 (got \"128\")");
+  }
+  SECTION("causal as a number") {
+    e8["match"]["causal"] = 1;
+    CHECK(error_of(doc) == kPrefix + "entries[8].match.causal must be true or false (got 1)");
+  }
+  SECTION("bad seqlen ranges") {
+    const std::string rule = " must be [lo, hi] with integers 1 <= lo <= hi <= 2147483647 (got ";
+    auto range_error = [&](const char* field, Json range) {
+      Json d = doc;
+      d["entries"][kBf16D128]["match"][field] = std::move(range);
+      return error_of(d);
+    };
+    CHECK(range_error("seqlen_q", Json::array({1})) ==
+          kPrefix + "entries[8].match.seqlen_q" + rule + "[1])");
+    CHECK(range_error("seqlen_q", Json::array({5, 2})) ==
+          kPrefix + "entries[8].match.seqlen_q" + rule + "[5,2])");
+    CHECK(range_error("seqlen_q", Json::array({0, 10})) ==
+          kPrefix + "entries[8].match.seqlen_q" + rule + "[0,10])");
+    CHECK(range_error("seqlen_q", Json::array({1, "10"})) ==
+          kPrefix + "entries[8].match.seqlen_q" + rule + "[1,\"10\"])");
+    CHECK(range_error("seqlen_q", Json{{"lo", 1}}) ==
+          kPrefix + "entries[8].match.seqlen_q" + rule + "{\"lo\":1})");
+    CHECK(range_error("seqlen_k", Json::array({int64_t{2147483648}, int64_t{2147483648}})) ==
+          kPrefix + "entries[8].match.seqlen_k" + rule + "[2147483648,2147483648])");
+    CHECK(range_error("seqlen_k", Json::array({1, uint64_t{18446744073709551615u}})) ==
+          kPrefix + "entries[8].match.seqlen_k" + rule + "[1,18446744073709551615])");
+  }
+  SECTION("kernel not compiled in") {
+    e8["kernel"] = "fa3_fwd_bf16_d128_m128_n176_s2_w2";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_fwd_bf16_d128_m128_n176_s2_w2\" is not a "
+                               "kernel compiled into the library (fa3-table kernels lists them)");
+  }
+  SECTION("kernel not a string") {
+    e8["kernel"] = 7;
+    CHECK(error_of(doc) == kPrefix + "entries[8].kernel must be a string (got 7)");
+  }
+  SECTION("kernel of another dtype") {
+    e8["kernel"] = "fa3_fwd_f16_d128_m128_n128_s2_w2";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_fwd_f16_d128_m128_n128_s2_w2\" does not "
+                               "fit its match (kernel dtype f16, match dtype bf16)");
+  }
+  SECTION("kernel of another head_dim") {
+    e8["kernel"] = "fa3_fwd_bf16_d64_m128_n128_s2_w2";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_fwd_bf16_d64_m128_n128_s2_w2\" does not "
+                               "fit its match (kernel head_dim 64, match head_dim 128)");
+  }
+  SECTION("causal kernel for a non-causal match") {
+    e8["kernel"] = "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_fwd_bf16_d128_m128_n128_s2_w2_causal\" "
+                               "does not fit its match (kernel causal true, match causal false)");
+  }
+  SECTION("a config that agrees with the kernel is accepted") {
+    e8["config"] = fwd_config_json(parse_fwd_kernel_name(e8["kernel"]).value());
+    CHECK(parsed(doc).entries().size() == 12);
+  }
+  SECTION("config disagreeing with the kernel") {
+    e8["config"] = {{"block_m", 128}, {"block_n", 64}};
+    CHECK(error_of(doc) ==
+          kPrefix +
+              "entries[8].config.block_n is 64, but kernel "
+              "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with block_n 128");
+  }
+  SECTION("config causal disagreeing with the kernel") {
+    e8["config"] = {{"causal", true}};
+    CHECK(error_of(doc) ==
+          kPrefix +
+              "entries[8].config.causal is true, but kernel "
+              "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with causal false");
+  }
+  SECTION("config checked even when it comes before the kernel") {
+    Json reordered = {
+        {"config", {{"stages", 3}}}, {"match", e8["match"]}, {"kernel", e8["kernel"]}};
+    e8 = reordered;
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].config.stages is 3, but kernel "
+                               "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with stages 2");
+  }
+  SECTION("unknown config key") {
+    e8["config"] = {{"pingpong", true}};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].config has unknown key \"pingpong\" (allowed: block_m, "
+                               "block_n, stages, consumer_warpgroups, producer_regs, "
+                               "consumer_regs, causal)");
+  }
+  SECTION("config value of the wrong type") {
+    e8["config"] = {{"block_n", "128"}};
+    CHECK(error_of(doc) == kPrefix + "entries[8].config.block_n must be an integer (got \"128\")");
+  }
+  SECTION("the first error in document order is reported") {
+    doc["entries"][3]["match"]["head_dim"] = 32;
+    e8["match"]["dtype"] = "f32";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[3].match.head_dim must be one of 64, 128, 256 (got 32)");
+  }
+}
+
+TEST_CASE("coverage: overlaps and gaps are errors with a witness point", "[cpu][tuning]") {
+  SECTION("overlap in seqlen_q") {
+    const Json doc = with_bf16_d128_split(
+        {bf16_d128({1, 4096}, {1, kMax}, kSmallTileKernel),
+         bf16_d128({4000, kMax}, {1, kMax}, "fa3_fwd_bf16_d128_m128_n128_s2_w2")});
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8] and entries[9] both cover fwd bf16 head_dim 128 "
+                               "non-causal at seqlen_q=4000, seqlen_k=1");
+  }
+  SECTION("overlap of a later entry with an earlier one, in two dimensions") {
+    Json doc = valid_table();
+    doc["entries"].push_back(entry("f16", 256, true, "fa3_fwd_f16_d256_m128_n64_s2_w2_causal"));
+    doc["entries"].back()["match"]["seqlen_q"] = {300, 400};
+    doc["entries"].back()["match"]["seqlen_k"] = {7, 8};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[5] and entries[12] both cover fwd f16 head_dim 256 "
+                               "causal at seqlen_q=300, seqlen_k=7");
+  }
+  SECTION("gap between two seqlen_q ranges") {
+    const Json doc = with_bf16_d128_split(
+        {bf16_d128({1, 4096}, {1, kMax}, kSmallTileKernel),
+         bf16_d128({4098, kMax}, {1, kMax}, "fa3_fwd_bf16_d128_m128_n128_s2_w2")});
+    CHECK(error_of(doc) ==
+          kPrefix +
+              "no entry covers fwd bf16 head_dim 128 non-causal at seqlen_q=4097, seqlen_k=1");
+  }
+  SECTION("gap in a corner of the square") {
+    const Json doc = with_bf16_d128_split(
+        {bf16_d128({1, kMax}, {1, 100}, kSmallTileKernel),
+         bf16_d128({1, 50}, {101, kMax}, "fa3_fwd_bf16_d128_m128_n128_s2_w2")});
+    CHECK(error_of(doc) == kPrefix +
+                               "no entry covers fwd bf16 head_dim 128 non-causal at seqlen_q=51, "
+                               "seqlen_k=101");
+  }
+  SECTION("gap at the top of the range") {
+    const Json doc = with_bf16_d128_split({bf16_d128({1, kMax}, {1, kMax - 1}, kSmallTileKernel)});
+    CHECK(error_of(doc) == kPrefix +
+                               "no entry covers fwd bf16 head_dim 128 non-causal at seqlen_q=1, "
+                               "seqlen_k=2147483647");
+  }
+  SECTION("a key without entries") {
+    Json doc = valid_table();
+    doc["entries"].erase(doc["entries"].begin() + 3);  // f16 d128 causal
+    CHECK(error_of(doc) ==
+          kPrefix + "no entry covers fwd f16 head_dim 128 causal at seqlen_q=1, seqlen_k=1");
+  }
+}
+
+TEST_CASE("files: read errors and a table on disk", "[cpu][tuning]") {
+  TuningTable t;
+  SECTION("a file that does not exist") {
+    const Error e = TuningTable::load_file("/nonexistent/fa3.json", test_kernels(), &t);
+    CHECK(e.status == FA3_ERR_TUNING_TABLE);
+    CHECK(e.message ==
+          "tuning table '/nonexistent/fa3.json' cannot be read: No such file or directory");
+  }
+  SECTION("a directory") {
+    const std::string dir = std::filesystem::temp_directory_path().string();
+    const Error e = TuningTable::load_file(dir, test_kernels(), &t);
+    CHECK(e.message == "tuning table '" + dir + "' cannot be read: Is a directory");
+  }
+  SECTION("a valid file, and an invalid one naming the file") {
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("fa3_test_tuning_table_" + std::to_string(getpid()) + ".json"))
+                                 .string();
+    std::ofstream(path) << valid_table().dump(2);
+    REQUIRE_FALSE(TuningTable::load_file(path, test_kernels(), &t).failed());
+    CHECK(t.source() == path);
+    CHECK(t.entries().size() == 12);
+
+    std::ofstream(path) << "{}";
+    CHECK(TuningTable::load_file(path, test_kernels(), &t).message ==
+          "tuning table '" + path + "': version is required");
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("select picks the entry whose ranges hold the problem", "[cpu][tuning]") {
+  const std::string big = "fa3_fwd_bf16_d128_m128_n128_s2_w2";
+  TuningTable t =
+      parsed(with_bf16_d128_split({bf16_d128({1, 1024}, {1, 4096}, kSmallTileKernel),
+                                   bf16_d128({1, 1024}, {4097, kMax}, kThreeWarpgroupKernel),
+                                   bf16_d128({1025, kMax}, {1, kMax}, big)}));
+  const DType bf16 = DType::BF16;
+
+  SECTION("seqlen_q boundaries: lo, hi, hi + 1, the maximum") {
+    CHECK(selected(t, bf16, 128, false, 1, 1) == kSmallTileKernel);
+    CHECK(selected(t, bf16, 128, false, 1024, 1) == kSmallTileKernel);
+    CHECK(selected(t, bf16, 128, false, 1025, 1) == big);
+    CHECK(selected(t, bf16, 128, false, kMax, kMax) == big);
+  }
+  SECTION("seqlen_k boundaries") {
+    CHECK(selected(t, bf16, 128, false, 512, 4096) == kSmallTileKernel);
+    CHECK(selected(t, bf16, 128, false, 512, 4097) == kThreeWarpgroupKernel);
+    CHECK(selected(t, bf16, 128, false, 1024, kMax) == kThreeWarpgroupKernel);
+  }
+  SECTION("other keys keep their own kernels") {
+    CHECK(selected(t, bf16, 128, true, 1, 1) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal");
+    CHECK(selected(t, DType::F16, 128, false, 1, 1) == "fa3_fwd_f16_d128_m128_n128_s2_w2");
+    CHECK(selected(t, bf16, 64, false, 1, 1) == "fa3_fwd_bf16_d64_m128_n128_s2_w2");
+  }
+  SECTION("problems outside the table select nothing") {
+    CHECK(selected(t, bf16, 128, false, 0, 1) == "(none)");
+    CHECK(selected(t, bf16, 128, false, 1, kMax + 1) == "(none)");
+    CHECK(selected(t, bf16, 96, false, 1, 1) == "(none)");
+  }
+  SECTION("the selected kernel is the table's own copy, with its config") {
+    const KernelInfo* k = t.select({Direction::Forward, bf16, 128, false, 2048, 2048});
+    REQUIRE(k != nullptr);
+    CHECK(k->fwd.block_m == 128);
+    CHECK(k->fwd.block_n == 128);
+    const KernelInfo* k3 = t.select({Direction::Forward, bf16, 128, false, 1, 5000});
+    REQUIRE(k3 != nullptr);
+    CHECK(k3->fwd.consumer_warpgroups == 3);
+    // test_kernels() built a temporary list for the parse; the table must not point into it.
+    const TuningTable copy = t;
+    t = TuningTable();
+    CHECK(selected(copy, bf16, 128, false, 1, 5000) == kThreeWarpgroupKernel);
+    CHECK(selected(t, bf16, 128, false, 1, 5000) == "(none)");
+  }
+  SECTION("a failed parse leaves the table unchanged") {
+    Json bad = valid_table();
+    bad["version"] = 3;
+    CHECK(parse_text(bad.dump(), &t).failed());
+    CHECK(selected(t, bf16, 128, false, 1, 1) == kSmallTileKernel);
+  }
+}
+
+TEST_CASE("the built-in table is valid against the kernels of kernels.mk", "[cpu][tuning]") {
+  TuningTable t;
+  const Error e =
+      TuningTable::parse(builtin_tuning_table_text(), "built-in", kernels_mk_list(), &t);
+  INFO(e.message);
+  REQUIRE_FALSE(e.failed());
+  CHECK(t.entries().size() == 12);
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true})
+        for (int64_t seqlen : {int64_t{1}, int64_t{4096}, kMax})
+          CHECK(selected(t, dtype, head_dim, causal, seqlen, seqlen) ==
+                default_kernel(dtype_name(dtype), head_dim, causal));
+  bool has_notes = false;
+  for (const auto& [key, value] : t.info()) has_notes |= key == "notes" && !value.empty();
+  CHECK(has_notes);
+}
+
+TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
+  const FwdConfig c = parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n96_s3_w3_causal").value();
+  CHECK(fwd_config_json(c).dump() ==
+        "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
+        "\"producer_regs\":32,\"consumer_regs\":160,\"causal\":true}");
+}

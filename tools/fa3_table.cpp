@@ -1,0 +1,247 @@
+// fa3-table: validate, show and query tuning tables (schema: docs/tuning_table.md) and list
+// the kernels compiled into libfa3. Needs no GPU and no driver.
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fa3/fa3.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/tuning_table.h"
+
+namespace {
+
+using fa3::TuningTable;
+
+constexpr int kExitFailed = 1;  // a table is invalid, cannot be loaded, or has no entry
+constexpr int kExitUsage = 2;
+
+const char kUsage[] =
+    "usage: fa3-table COMMAND [ARGS]\n"
+    "\n"
+    "Checks and inspects fa3 tuning tables (schema: docs/tuning_table.md). No GPU needed.\n"
+    "\n"
+    "commands:\n"
+    "  validate FILE...     check each table against the schema and the kernels compiled\n"
+    "                       into this library; prints 'FILE: ok' or the reason it is not\n"
+    "  show [FILE]          the built-in table, or FILE, as a text table\n"
+    "  kernels              the kernels compiled into this library, with their configs\n"
+    "  select --dtype f16|bf16 --head-dim D [--causal] --seqlen-q N --seqlen-k N\n"
+    "         [--table FILE]\n"
+    "                       the kernel the built-in table (or FILE) picks for that\n"
+    "                       forward problem\n"
+    "  --help               this text\n"
+    "\n"
+    "exit status: 0 success; 1 a table is invalid or has no entry for the problem;\n"
+    "2 bad usage\n";
+
+int usage_error(const std::string& sentence) {
+  std::fprintf(stderr, "fa3-table: %s\nrun 'fa3-table --help' for usage\n", sentence.c_str());
+  return kExitUsage;
+}
+
+int load_failed(const fa3::Error& e) {
+  std::fprintf(stderr, "%s\n", e.message.c_str());
+  return kExitFailed;
+}
+
+// Rows of cells, left-aligned in columns two spaces apart.
+void print_columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()));
+    for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
+// ---- validate ---------------------------------------------------------------------------
+
+int validate_files(const std::vector<std::string>& files) {
+  if (files.empty()) return usage_error("validate needs at least one FILE");
+  int failures = 0;
+  for (const std::string& file : files) {
+    if (fa3_tuning_table_validate(file.c_str()) == FA3_OK) {
+      std::printf("%s: ok\n", file.c_str());
+    } else {
+      std::printf("%s\n", fa3_last_error());
+      ++failures;
+    }
+  }
+  return failures ? kExitFailed : 0;
+}
+
+// ---- show -------------------------------------------------------------------------------
+
+std::string range_text(const fa3::SeqlenRange& r) {
+  return "[" + std::to_string(r.lo) + ", " + std::to_string(r.hi) + "]";
+}
+
+// Entries grouped by key, each key's entries in seqlen order: how a reader looks one up.
+std::vector<fa3::TuningEntry> in_reading_order(std::vector<fa3::TuningEntry> entries) {
+  auto order = [](const fa3::TuningEntry& e) {
+    return std::make_tuple(static_cast<int>(e.key.direction), static_cast<int>(e.key.dtype),
+                           e.key.head_dim, e.key.causal, e.seqlen_q.lo, e.seqlen_k.lo);
+  };
+  std::sort(
+      entries.begin(), entries.end(),
+      [&](const fa3::TuningEntry& a, const fa3::TuningEntry& b) { return order(a) < order(b); });
+  return entries;
+}
+
+int show_table(const std::vector<std::string>& args) {
+  if (args.size() > 1) return usage_error("show takes at most one FILE");
+  TuningTable table;
+  const fa3::Error e = args.empty()
+                           ? TuningTable::load_builtin(&table)
+                           : TuningTable::load_file(args[0], fa3::compiled_kernels(), &table);
+  if (e.failed()) return load_failed(e);
+
+  std::printf("tuning table '%s': %zu entries\n", table.source().c_str(), table.entries().size());
+  for (const auto& [key, value] : table.info())
+    std::printf("  %s: %s\n", key.c_str(), value.c_str());
+  std::printf("\n");
+  std::vector<std::vector<std::string>> rows = {{"key", "seqlen_q", "seqlen_k", "kernel"}};
+  for (const fa3::TuningEntry& entry : in_reading_order(table.entries()))
+    rows.push_back({fa3::describe(entry.key), range_text(entry.seqlen_q),
+                    range_text(entry.seqlen_k), entry.kernel.name});
+  print_columns(rows);
+  return 0;
+}
+
+// ---- kernels ----------------------------------------------------------------------------
+
+int list_kernels(const std::vector<std::string>& args) {
+  if (!args.empty()) return usage_error("kernels takes no arguments");
+  if (fa3::compiled_kernels().empty()) {
+    std::printf("no kernels are compiled into this library\n");
+    return 0;
+  }
+  // Columns are the config fields a tuning table's "config" object holds. (Each json is
+  // named: a range-for over items() of a temporary would iterate a destroyed object.)
+  const nlohmann::ordered_json fields = fa3::fwd_config_json(fa3::FwdConfig{});
+  std::vector<std::string> header = {"kernel"};
+  for (const auto& field : fields.items()) header.push_back(field.key());
+  std::vector<std::vector<std::string>> rows = {header};
+  for (const fa3::KernelInfo& k : fa3::compiled_kernels()) {
+    const nlohmann::ordered_json config = fa3::fwd_config_json(k.fwd);
+    std::vector<std::string> row = {k.name};
+    for (const auto& field : config.items()) row.push_back(field.value().dump());
+    rows.push_back(row);
+  }
+  print_columns(rows);
+  return 0;
+}
+
+// ---- select -----------------------------------------------------------------------------
+
+// A decimal integer >= 1 with nothing around it; nullopt otherwise.
+std::optional<int64_t> positive_integer(const std::string& text) {
+  if (text.empty() || text.size() > 18 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  const int64_t value = std::strtoll(text.c_str(), nullptr, 10);
+  if (value < 1) return std::nullopt;
+  return value;
+}
+
+struct SelectArgs {
+  std::optional<std::string> dtype, head_dim, seqlen_q, seqlen_k, table;
+  bool causal = false;
+};
+
+// Fills *out from "--name value" pairs and "--causal"; an error sentence on bad usage.
+std::optional<std::string> read_select_args(const std::vector<std::string>& args, SelectArgs* out) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& flag = args[i];
+    if (flag == "--causal") {
+      out->causal = true;
+      continue;
+    }
+    std::optional<std::string>* slot = flag == "--dtype"      ? &out->dtype
+                                       : flag == "--head-dim" ? &out->head_dim
+                                       : flag == "--seqlen-q" ? &out->seqlen_q
+                                       : flag == "--seqlen-k" ? &out->seqlen_k
+                                       : flag == "--table"    ? &out->table
+                                                              : nullptr;
+    if (!slot) return "select: unknown argument '" + flag + "'";
+    if (i + 1 == args.size()) return "select: " + flag + " needs a value";
+    *slot = args[++i];
+  }
+  for (const auto& [value, flag] :
+       {std::make_pair(&out->dtype, "--dtype"), std::make_pair(&out->head_dim, "--head-dim"),
+        std::make_pair(&out->seqlen_q, "--seqlen-q"), std::make_pair(&out->seqlen_k, "--seqlen-k")})
+    if (!*value) return std::string("select: ") + flag + " is required";
+  return std::nullopt;
+}
+
+int select_kernel(const std::vector<std::string>& args) {
+  SelectArgs a;
+  if (const std::optional<std::string> problem = read_select_args(args, &a))
+    return usage_error(*problem);
+
+  fa3::ProblemKey key{fa3::Direction::Forward, fa3::DType::BF16, 0, a.causal, 0, 0};
+  if (*a.dtype == "f16")
+    key.dtype = fa3::DType::F16;
+  else if (*a.dtype != "bf16")
+    return usage_error("select: --dtype must be f16 or bf16 (got '" + *a.dtype + "')");
+  const std::optional<int64_t> head_dim = positive_integer(*a.head_dim);
+  const std::optional<int64_t> seqlen_q = positive_integer(*a.seqlen_q);
+  const std::optional<int64_t> seqlen_k = positive_integer(*a.seqlen_k);
+  if (!head_dim || *head_dim > INT_MAX)
+    return usage_error("select: --head-dim must be a positive integer (got '" + *a.head_dim + "')");
+  if (!seqlen_q)
+    return usage_error("select: --seqlen-q must be a positive integer (got '" + *a.seqlen_q + "')");
+  if (!seqlen_k)
+    return usage_error("select: --seqlen-k must be a positive integer (got '" + *a.seqlen_k + "')");
+  key.head_dim = static_cast<int>(*head_dim);
+  key.seqlen_q = *seqlen_q;
+  key.seqlen_k = *seqlen_k;
+
+  TuningTable table;
+  const fa3::Error e = a.table ? TuningTable::load_file(*a.table, fa3::compiled_kernels(), &table)
+                               : TuningTable::load_builtin(&table);
+  if (e.failed()) return load_failed(e);
+  const fa3::KernelInfo* kernel = table.select(key);
+  if (!kernel) {
+    // A valid table covers every supported key, so only an unsupported problem gets here.
+    std::fprintf(stderr, "tuning table '%s' has no entry for %s at seqlen_q=%lld, seqlen_k=%lld\n",
+                 table.source().c_str(),
+                 fa3::describe({key.direction, key.dtype, key.head_dim, key.causal}).c_str(),
+                 static_cast<long long>(key.seqlen_q), static_cast<long long>(key.seqlen_k));
+    return kExitFailed;
+  }
+  std::printf("%s\n", kernel->name.c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> words(argv + 1, argv + argc);
+  if (std::find_if(words.begin(), words.end(), [](const std::string& w) {
+        return w == "--help" || w == "-h";
+      }) != words.end()) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (words.empty()) return usage_error("missing COMMAND");
+  const std::string& command = words[0];
+  const std::vector<std::string> args(words.begin() + 1, words.end());
+  if (command == "validate") return validate_files(args);
+  if (command == "show") return show_table(args);
+  if (command == "kernels") return list_kernels(args);
+  if (command == "select") return select_kernel(args);
+  return usage_error("unknown command '" + command + "'");
+}
