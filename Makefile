@@ -91,18 +91,23 @@ $(BUILD)/obj/test/gpu_kernels/%.o: test/gpu_kernels/%.cu test/gpu_kernels/%.h $(
 	@mkdir -p $(@D)
 	$(NVCC) -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -ccbin $(CXX) -c -Iinclude -Isrc -Itest -I. -o $@ $<
 
+# A fake CUDA driver for CPU tests of the runtime (loaded by libfa3 through $FA3_LIBCUDA).
+$(BUILD)/libfakecuda.so: test/fake_cuda/fake_cuda.cpp | $(BUILD)/.deps-ok
+	$(CXX) $(CXXFLAGS) -shared -o $@ $< -lpthread
+
 TEST_SRCS := $(wildcard test/*.cpp) $(SUPPORT_SRCS)
 TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS)) $(TEST_CU_OBJS)
-$(BUILD)/fa3_tests: $(TEST_OBJS) $(BUILD)/libfa3.a
-	$(CXX) -o $@ $(TEST_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
+$(BUILD)/fa3_tests: $(TEST_OBJS) $(FA3_SASS_LIB_OBJS) $(BUILD)/libfa3.a | $(BUILD)/libfakecuda.so
+	$(CXX) -o $@ $(TEST_OBJS) $(FA3_SASS_LIB_OBJS) $(BUILD)/libfa3.a $(CUDART_LIBS)
 
 include bench/bench.mk
+include tools/fa3_sass.mk
 
 $(BUILD)/fa3-table: $(BUILD)/obj/tools/fa3_table.o $(BUILD)/libfa3.a
 	$(CXX) -o $@ $^ -ldl -lpthread
 
 PROGRAMS := $(BUILD)/libfa3.so $(BUILD)/libfa3.a $(BUILD)/fa3_tests $(BUILD)/fa3-bench \
-            $(BUILD)/fa3-table
+            $(BUILD)/fa3-table $(BUILD)/fa3-sass
 
 # ---- entry points ------------------------------------------------------------------------
 .PHONY: all deps test bench sanitize clean
@@ -118,6 +123,7 @@ $(BUILD)/.deps-ok:
 
 test: all
 	$(BUILD)/fa3_tests
+	BUILD=$(BUILD) tools/run_python_tests.sh
 
 bench: all
 	$(BUILD)/fa3-bench

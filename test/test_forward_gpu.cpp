@@ -367,3 +367,24 @@ TEST_CASE("fa3_forward from several threads at once on one handle", "[gpu][forwa
     check_outcome(results[static_cast<size_t>(t)]);
   }
 }
+
+TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]") {
+  // Few and small: under memcheck/racecheck/synccheck every kernel runs orders of magnitude
+  // slower. Together they still cover each head dim, both dtypes, causal both ways, tails
+  // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output.
+  Runner runner;
+  Case cases[4];
+  cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true;
+  cases[0].seqlen_q = 200; cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
+  cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
+  cases[1].seqlen_k = 257; cases[1].heads = 2; cases[1].heads_kv = 2; cases[1].layout = Layout::PaddedOut;
+  cases[2].bf16 = true; cases[2].head_dim = 256; cases[2].causal = true; cases[2].seqlen_q = 130;
+  cases[2].seqlen_k = 130; cases[2].heads = 1; cases[2].heads_kv = 1;
+  cases[3].bf16 = false; cases[3].head_dim = 256; cases[3].seqlen_q = 1; cases[3].seqlen_k = 70;
+  cases[3].heads = 4; cases[3].heads_kv = 2;
+  uint64_t seed = 4242;
+  for (const Case& c : cases) {
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed++));
+  }
+}

@@ -26,7 +26,7 @@ fa3::Driver load_driver() {
 
 }  // namespace
 
-TEST_CASE("TMA 4-D box load with 128B swizzle, zero fill and clipped store", "[gpu][layers]") {
+TEST_CASE("TMA 4-D box load with 128B swizzle, zero fill and clipped store", "[gpu][layers][sanitize]") {
   const int B = 2, S = 100, H = 3, D = 128;
   std::mt19937_64 rng(7);
   // A packed QKV buffer (B, S, 3, H, D); the tensor under test is its "k" slice.
@@ -107,7 +107,7 @@ double max_abs_diff(const std::vector<float>& got, const std::vector<double>& wa
 
 }  // namespace
 
-TEST_CASE("SS wgmma with K-major 128B-swizzled descriptors computes A B^T", "[gpu][layers]") {
+TEST_CASE("SS wgmma with K-major 128B-swizzled descriptors computes A B^T", "[gpu][layers][sanitize]") {
   const GemmShape shape = GENERATE(GemmShape{true, 128, 128}, GemmShape{false, 64, 256},
                                    GemmShape{true, 176, 64});
   CAPTURE(shape.bf16, shape.n, shape.k);
@@ -128,7 +128,7 @@ TEST_CASE("SS wgmma with K-major 128B-swizzled descriptors computes A B^T", "[gp
 }
 
 TEST_CASE("RS wgmma with an MN-major B and accumulator-to-A conversion computes P V",
-          "[gpu][layers]") {
+          "[gpu][layers][sanitize]") {
   const GemmShape shape = GENERATE(GemmShape{true, 128, 64}, GemmShape{false, 256, 64},
                                    GemmShape{true, 64, 128});
   CAPTURE(shape.bf16, shape.n, shape.k);

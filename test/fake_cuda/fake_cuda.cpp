@@ -1,0 +1,249 @@
+// A fake CUDA driver (libfakecuda.so) for CPU tests of the runtime: libfa3 loads it through
+// $FA3_LIBCUDA instead of libcuda.so.1. It records every call, lets a test choose the device
+// (compute capability, count) and make any entry point fail, and keeps the last launch's
+// configuration and parameter bytes. Nothing runs: launches only record.
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct State {
+  std::mutex mutex;
+  std::string log;               // "cuModuleLoadData;cuLaunchKernelEx;..."
+  std::string failing;           // entry point that returns `failure`
+  CUresult failure = CUDA_SUCCESS;
+  int major = 9, minor = 0, device_count = 1;
+  int contexts[4] = {};          // contexts[0]: primary of device 0; [1]: a "user" context
+  int modules = 0, functions = 0;
+  CUlaunchConfig last_config{};
+  std::vector<unsigned char> last_params;
+};
+
+State& state() {
+  static State s;
+  return s;
+}
+thread_local CUcontext current = nullptr;
+
+// Records the call; returns the configured failure for this entry point, else success.
+CUresult enter(const char* name) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.log += name;
+  s.log += ';';
+  return s.failing == name ? s.failure : CUDA_SUCCESS;
+}
+
+#define FAKE_ENTER(name)                  \
+  if (CUresult r_ = enter(name)) return r_
+
+CUresult get_error_name(CUresult r, const char** s) {
+  *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CUresult get_error_string(CUresult, const char** s) {
+  *s = "failure injected by the fake driver";
+  return CUDA_SUCCESS;
+}
+CUresult init(unsigned) { FAKE_ENTER("cuInit"); return CUDA_SUCCESS; }
+CUresult device_get_count(int* n) {
+  FAKE_ENTER("cuDeviceGetCount");
+  *n = state().device_count;
+  return CUDA_SUCCESS;
+}
+CUresult device_get(CUdevice* d, int ordinal) {
+  FAKE_ENTER("cuDeviceGet");
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult device_get_attribute(int* v, CUdevice_attribute a, CUdevice) {
+  FAKE_ENTER("cuDeviceGetAttribute");
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = state().major; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = state().minor; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    default: *v = 0;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult device_get_name(char* name, int len, CUdevice) {
+  FAKE_ENTER("cuDeviceGetName");
+  std::snprintf(name, static_cast<size_t>(len), "Fake GPU sm_%d%d", state().major, state().minor);
+  return CUDA_SUCCESS;
+}
+CUresult primary_ctx_retain(CUcontext* c, CUdevice) {
+  FAKE_ENTER("cuDevicePrimaryCtxRetain");
+  *c = reinterpret_cast<CUcontext>(&state().contexts[0]);
+  return CUDA_SUCCESS;
+}
+CUresult primary_ctx_release(CUdevice) { FAKE_ENTER("cuDevicePrimaryCtxRelease"); return CUDA_SUCCESS; }
+CUresult ctx_get_current(CUcontext* c) {
+  FAKE_ENTER("cuCtxGetCurrent");
+  *c = current;
+  return CUDA_SUCCESS;
+}
+CUresult ctx_get_device(CUdevice* d) {
+  FAKE_ENTER("cuCtxGetDevice");
+  // The "user" context (contexts[1]) belongs to device 0, contexts[2] to device 1.
+  *d = current == reinterpret_cast<CUcontext>(&state().contexts[2]) ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+CUresult ctx_push_current(CUcontext c) {
+  FAKE_ENTER("cuCtxPushCurrent");
+  current = c;
+  return CUDA_SUCCESS;
+}
+CUresult ctx_pop_current(CUcontext* c) {
+  FAKE_ENTER("cuCtxPopCurrent");
+  if (c) *c = current;
+  current = nullptr;
+  return CUDA_SUCCESS;
+}
+CUresult module_load_data(CUmodule* m, const void* image) {
+  FAKE_ENTER("cuModuleLoadData");
+  if (std::memcmp(image, "\x7f" "ELF", 4) != 0) return CUDA_ERROR_INVALID_IMAGE;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *m = reinterpret_cast<CUmodule>(static_cast<uintptr_t>(0x1000 + ++state().modules));
+  return CUDA_SUCCESS;
+}
+CUresult module_unload(CUmodule) { FAKE_ENTER("cuModuleUnload"); return CUDA_SUCCESS; }
+CUresult module_get_function(CUfunction* f, CUmodule, const char*) {
+  FAKE_ENTER("cuModuleGetFunction");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *f = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(0x2000 + ++state().functions));
+  return CUDA_SUCCESS;
+}
+CUresult func_set_attribute(CUfunction, CUfunction_attribute, int) {
+  FAKE_ENTER("cuFuncSetAttribute");
+  return CUDA_SUCCESS;
+}
+CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** params, void**) {
+  FAKE_ENTER("cuLaunchKernelEx");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().last_config = *config;
+  // The forward kernels take one parameter block; keep its bytes for the test to decode.
+  const unsigned char* p = static_cast<const unsigned char*>(params[0]);
+  state().last_params.assign(p, p + 1024);
+  return CUDA_SUCCESS;
+}
+CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t rank, void* addr,
+                                 const cuuint64_t* dims, const cuuint64_t* strides,
+                                 const cuuint32_t* box, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                 CUtensorMapFloatOOBfill) {
+  FAKE_ENTER("cuTensorMapEncodeTiled");
+  // The map's words record what was asked for, so tests can read it back from the params.
+  std::memset(map, 0, sizeof *map);
+  uint64_t* w = reinterpret_cast<uint64_t*>(map);
+  w[0] = reinterpret_cast<uint64_t>(addr);
+  w[1] = rank;
+  for (int i = 0; i < 4; ++i) w[2 + i] = dims[i];
+  for (int i = 0; i < 3; ++i) w[6 + i] = strides[i];
+  w[9] = box[0];
+  w[10] = box[1];
+  return CUDA_SUCCESS;
+}
+
+struct Entry {
+  const char* name;
+  void* fn;
+};
+const Entry kEntries[] = {
+    {"cuGetErrorName", reinterpret_cast<void*>(get_error_name)},
+    {"cuGetErrorString", reinterpret_cast<void*>(get_error_string)},
+    {"cuInit", reinterpret_cast<void*>(init)},
+    {"cuDeviceGetCount", reinterpret_cast<void*>(device_get_count)},
+    {"cuDeviceGet", reinterpret_cast<void*>(device_get)},
+    {"cuDeviceGetAttribute", reinterpret_cast<void*>(device_get_attribute)},
+    {"cuDeviceGetName", reinterpret_cast<void*>(device_get_name)},
+    {"cuDevicePrimaryCtxRetain", reinterpret_cast<void*>(primary_ctx_retain)},
+    {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(primary_ctx_release)},
+    {"cuCtxGetCurrent", reinterpret_cast<void*>(ctx_get_current)},
+    {"cuCtxGetDevice", reinterpret_cast<void*>(ctx_get_device)},
+    {"cuCtxPushCurrent", reinterpret_cast<void*>(ctx_push_current)},
+    {"cuCtxPopCurrent", reinterpret_cast<void*>(ctx_pop_current)},
+    {"cuModuleLoadData", reinterpret_cast<void*>(module_load_data)},
+    {"cuModuleUnload", reinterpret_cast<void*>(module_unload)},
+    {"cuModuleGetFunction", reinterpret_cast<void*>(module_get_function)},
+    {"cuFuncSetAttribute", reinterpret_cast<void*>(func_set_attribute)},
+    {"cuLaunchKernelEx", reinterpret_cast<void*>(launch_kernel_ex)},
+    {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(tensor_map_encode_tiled)},
+};
+
+}  // namespace
+
+extern "C" {
+
+// The two symbols libfa3 looks up with dlsym; everything else goes through cuGetProcAddress.
+CUresult cuDriverGetVersion(int* v) {
+  *v = 13000;
+  return CUDA_SUCCESS;
+}
+CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int, cuuint64_t,
+                             CUdriverProcAddressQueryResult* status) {
+  for (const Entry& e : kEntries)
+    if (std::strcmp(e.name, symbol) == 0) {
+      *fn = e.fn;
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  *fn = nullptr;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+// ---- controls for the tests (test/fake_cuda/fake_cuda.h) ----
+void fake_cuda_reset() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.log.clear();
+  s.failing.clear();
+  s.failure = CUDA_SUCCESS;
+  s.major = 9;
+  s.minor = 0;
+  s.device_count = 1;
+  s.last_params.clear();
+  s.last_config = CUlaunchConfig{};
+  current = nullptr;
+}
+void fake_cuda_fail(const char* entry_point, int result) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().failing = entry_point;
+  state().failure = static_cast<CUresult>(result);
+}
+void fake_cuda_set_device(int major, int minor, int count) {
+  state().major = major;
+  state().minor = minor;
+  state().device_count = count;
+}
+// Makes a context current on the calling thread: 0 none, 1 a user context of device 0,
+// 2 a context of device 1.
+void fake_cuda_make_current(int which) {
+  current = which == 0 ? nullptr : reinterpret_cast<CUcontext>(&state().contexts[which]);
+}
+int fake_cuda_current_is_primary() {
+  return current == reinterpret_cast<CUcontext>(&state().contexts[0]);
+}
+// Copies the call log ("cuInit;cuDeviceGetCount;...").
+void fake_cuda_log(char* buf, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::snprintf(buf, size, "%s", state().log.c_str());
+}
+// The last launch: grid x, block x, dynamic shared memory, and its parameter bytes.
+int fake_cuda_last_launch(unsigned* grid, unsigned* block, unsigned* smem, void* params, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (state().last_params.empty()) return 0;
+  *grid = state().last_config.gridDimX;
+  *block = state().last_config.blockDimX;
+  *smem = state().last_config.sharedMemBytes;
+  std::memcpy(params, state().last_params.data(), size < 1024 ? size : 1024);
+  return 1;
+}
+
+}  // extern "C"

@@ -1,0 +1,593 @@
+// fa3-sass, the SASS inspection tool (tools/fa3_sass): the analyzer on SASS fixtures
+// (test/sass/) and its parts on small inline listings. CPU only: no disassembler needed.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "../tools/fa3_sass/analysis.h"
+#include "../tools/fa3_sass/disassembler.h"
+#include "../tools/fa3_sass/instruction_class.h"
+#include "../tools/fa3_sass/kernel_config.h"
+#include "../tools/fa3_sass/report.h"
+#include "../tools/fa3_sass/sass_text.h"
+
+namespace {
+
+using namespace fa3::sass;
+namespace fs = std::filesystem;
+
+// test/sass next to this source (the Makefile compiles it by a path relative to the repository
+// root, where `make test` runs), else relative to build/fa3_tests' repository.
+fs::path fixture_dir() {
+  const fs::path beside_source = fs::path(__FILE__).parent_path() / "sass";
+  if (fs::exists(beside_source)) return beside_source;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? beside_source : exe.parent_path().parent_path() / "test" / "sass";
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// "setmaxnreg=fail no_spills=pass" -> "no_spills=pass setmaxnreg=fail": report order, so a
+// mismatch prints as two readable strings.
+std::string canonical_verdicts(const std::string& text) {
+  std::map<std::string, std::string> verdicts;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    const size_t eq = word.find('=');
+    REQUIRE(eq != std::string::npos);
+    const std::string verdict = word.substr(eq + 1);
+    REQUIRE((verdict == "pass" || verdict == "fail"));
+    REQUIRE(check_from_name(word.substr(0, eq)));
+    verdicts[word.substr(0, eq)] = verdict;
+  }
+  std::string out;
+  for (CheckId id : all_checks())
+    if (verdicts.count(check_name(id)))
+      out += std::string(out.empty() ? "" : " ") + check_name(id) + "=" + verdicts[check_name(id)];
+  return out;
+}
+
+std::string verdicts_of(const KernelReport& k) {
+  std::string out;
+  for (const CheckResult& c : k.checks)
+    out += std::string(out.empty() ? "" : " ") + check_name(c.id) + "=" + (c.pass ? "pass" : "fail");
+  return out;
+}
+
+// ---- fixtures and their exact verdicts ------------------------------------------------
+//
+// One line per fixture: the file under test/sass/, the kernel in it ("*" = every function in
+// the file), and the verdict of every check that applies to it - no more, no fewer. To add
+// real dumps, run `build/fa3-sass --dump-sass test/sass/real` on the GPU machine (one
+// NAME.sass per kernel, SASS plus -res-usage), then add one line here per dump kept.
+
+struct FixtureCase {
+  const char* file;
+  const char* kernel;
+  const char* verdicts;
+};
+
+constexpr const char* kAllPassWs =
+    "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass";
+
+const FixtureCase kFixtures[] = {
+    {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "two_stage_pipeline=pass"},
+    {"good_sequential.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs},
+    {"good_sequential_nvdisasm.sass", "fa3_fwd_f16_d128_m128_n128_s2_w2", kAllPassWs},
+    {"fp8_good_overlap.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2_ov",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "fp8_qgmma=pass two_stage_pipeline=pass"},
+    {"spill.sass", "fa3_fwd_f16_d256_m128_n64_s2_w2",
+     "no_spills=fail setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass"},
+    {"serialized.sass", "fa3_fwd_f16_d64_m128_n128_s2_w2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=fail"},
+    {"not_interleaved.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "two_stage_pipeline=fail"},
+    {"no_setmaxnreg.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal",
+     "no_spills=pass setmaxnreg=fail tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass"},
+    {"hmma.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=fail wgmma_not_serialized=pass"},
+    {"fp8_without_qgmma.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "fp8_qgmma=fail"},
+};
+
+std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
+  const fs::path path = fixture_dir() / c.file;
+  INFO("fixture " << path.string());
+  REQUIRE(fs::exists(path));
+  std::vector<SassFunction> out;
+  for (SassFunction& f : parse_sass_text(read_file(path)).functions)
+    if (!f.instructions.empty() && (std::string(c.kernel) == "*" || f.name == c.kernel)) out.push_back(f);
+  REQUIRE(!out.empty());
+  return out;
+}
+
+SassFunction only_function(const std::string& text) {
+  const SassText parsed = parse_sass_text(text);
+  REQUIRE(parsed.functions.size() == 1);
+  return parsed.functions[0];
+}
+
+}  // namespace
+
+TEST_CASE("fa3-sass: every fixture gets exactly its expected verdicts", "[cpu][sass]") {
+  for (const FixtureCase& c : kFixtures) {
+    DYNAMIC_SECTION(c.file << " " << c.kernel) {
+      for (const SassFunction& f : fixture_functions(c)) {
+        const KernelReport report = analyze_kernel(f);
+        INFO(text_kernel(report));
+        CHECK(verdicts_of(report) == canonical_verdicts(c.verdicts));
+      }
+    }
+  }
+}
+
+TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for", "[cpu][sass]") {
+  auto detail = [](const char* file, CheckId id) {
+    const fs::path path = fixture_dir() / file;
+    const SassText text = parse_sass_text(read_file(path));
+    REQUIRE(!text.functions.empty());
+    const KernelReport k = analyze_kernel(text.functions[0]);
+    const CheckResult* c = k.check(id);
+    REQUIRE(c != nullptr);
+    CHECK_FALSE(c->pass);
+    return c->detail;
+  };
+  CHECK_THAT(detail("spill.sass", CheckId::NoSpills),
+             Catch::Contains("1 LDL and 2 STL") && Catch::Contains("16-byte stack"));
+  CHECK_THAT(detail("serialized.sass", CheckId::WgmmaNotSerialized), Catch::Contains("serialized"));
+  CHECK_THAT(detail("no_setmaxnreg.sass", CheckId::SetMaxReg), Catch::Contains("no USETMAXREG"));
+  CHECK_THAT(detail("hmma.sass", CheckId::WgmmaUsed), Catch::Contains("16 HMMA"));
+  CHECK_THAT(detail("fp8_without_qgmma.sass", CheckId::Fp8UsesQgmma), Catch::Contains("no QGMMA (32 HGMMA)"));
+  const std::string overlap = detail("not_interleaved.sass", CheckId::TwoStagePipeline);
+  CHECK_THAT(overlap, Catch::Contains("softmax starts after WGMMA 1"));
+  CHECK_THAT(overlap, Catch::Contains("WGMMA 1 is packed"));
+  CHECK_THAT(overlap, Catch::Contains("drains WGMMA 1 before WGMMA 2"));
+}
+
+TEST_CASE("fa3-sass: the B.2 mainloop facts of the good 2-stage fixture", "[cpu][sass]") {
+  const SassFunction f = parse_sass_text(read_file(fixture_dir() / "good_overlap.sass")).functions.at(0);
+  const KernelReport k = analyze_kernel(f);
+  REQUIRE(k.mainloop);
+  const Mainloop& m = *k.mainloop;
+  // The persistent tile loop holds all 32 HGMMAs; the mainloop is the inner loop with 16.
+  CHECK(m.loop.wgmma == 16);
+  REQUIRE(m.groups.size() == 2);
+  CHECK(m.softmax_position == SoftmaxPosition::Before);
+  CHECK(m.groups[0].wgmma == 8);
+  CHECK(m.groups[0].interleaved());
+  CHECK(m.groups[0].between_softmax == 7);
+  CHECK(m.groups[0].kinds.begin()->first.operands == "SS");
+  CHECK(m.groups[1].wgmma == 8);
+  CHECK_FALSE(m.groups[1].interleaved());
+  CHECK(m.groups[1].between == 0);
+  CHECK(m.groups[1].kinds.begin()->first.operands == "RS");
+  REQUIRE(m.waits.size() == 1);
+  CHECK(m.waits[0].pending == 0);
+  CHECK(m.waits[0].index > m.groups[1].last);
+  CHECK(m.picture.size() == m.loop.size());
+  CHECK(m.picture.find("GCE+*EC+G") != std::string::npos);   // softmax work inside WGMMA 1
+  CHECK(m.picture.find("AGGGGGGGGW") != std::string::npos);  // WGMMA 2 packed, then the wait
+}
+
+TEST_CASE("fa3-sass: resources from -res-usage and from nvdisasm's SHI_REGISTERS", "[cpu][sass]") {
+  const SassFunction spill = parse_sass_text(read_file(fixture_dir() / "spill.sass")).functions.at(0);
+  CHECK(spill.resources.registers == 255);
+  CHECK(spill.resources.stack_bytes == 16);
+  CHECK(spill.resources.shared_bytes == 0);
+  CHECK(spill.resources.local_bytes == 0);
+  const SassFunction nv =
+      parse_sass_text(read_file(fixture_dir() / "good_sequential_nvdisasm.sass")).functions.at(0);
+  CHECK(nv.name == "fa3_fwd_f16_d128_m128_n128_s2_w2");
+  CHECK(nv.resources.registers == 168);
+  CHECK_FALSE(nv.resources.shared_bytes);  // nvdisasm does not say: reported as unknown
+  const SassFunction plain =
+      parse_sass_text(read_file(fixture_dir() / "good_sequential.sass")).functions.at(0);
+  CHECK_FALSE(plain.resources.registers);
+  CHECK_THAT(text_kernel(analyze_kernel(plain)), Catch::Contains("registers unknown"));
+}
+
+TEST_CASE("fa3-sass: parsing cuobjdump lines", "[cpu][sass]") {
+  const std::string text =
+      "\tcode for sm_90a\n"
+      "\t\tFunction : k1\n"
+      "\t.headerflags\t@\"EF_CUDA_SM90\"\n"
+      "        /*0000*/                   LDC R1, c[0x0][0x28] ;          /* 0x00000a00ff017b82 */\n"
+      "                                                                   /* 0x000fe40000000800 */\n"
+      ".L_x_12:\n"
+      "        /*0010*/              @!P0 LDG.E.128 R4, desc[UR4][R2.64] ; /* 0x0000000402047981 */\n"
+      "        /*0020*/                   HGMMA.64x128x16.F32.BF16 R88, R40, gdesc[UR20].tnspB, R88, gsb0 ;\n"
+      "        /*0030*/               @P0 BRA `(.L_x_12) ;\n"
+      "        /*0040*/                   BRA 0x10 ;\n"
+      "        /*0050*/                   NOP;\n"
+      "\t\t..........\n"
+      "\t\tFunction : k2\n"
+      "        /*0000*/                   EXIT ;\n";
+  const SassText parsed = parse_sass_text(text);
+  REQUIRE(parsed.functions.size() == 2);
+  const SassFunction& f = parsed.functions[0];
+  CHECK(f.name == "k1");
+  REQUIRE(f.instructions.size() == 6);
+  CHECK(f.instructions[0].opcode == "LDC");
+  CHECK(f.instructions[0].operands == std::vector<std::string>{"R1", "c[0x0][0x28]"});
+  CHECK(f.instructions[1].predicate == "@!P0");
+  CHECK(f.instructions[1].operands == std::vector<std::string>{"R4", "desc[UR4][R2.64]"});
+  const Instruction& mma = f.instructions[2];
+  CHECK(mma.base() == "HGMMA");
+  CHECK(mma.has_operand("gsb0"));
+  CHECK(wgmma_kind(mma).shape == "64x128x16");
+  CHECK(wgmma_kind(mma).operands == "RS");
+  CHECK(f.instructions[4].address == 0x40);
+  CHECK(f.instructions[5].opcode == "NOP");
+  CHECK(f.labels.at(".L_x_12") == 1);
+  CHECK(f.branch_target(f.instructions[3]) == size_t{1});  // by label
+  CHECK(f.branch_target(f.instructions[4]) == size_t{1});  // by address
+  CHECK(parsed.functions[1].name == "k2");
+  CHECK(parsed.functions[1].instructions.size() == 1);
+}
+
+TEST_CASE("fa3-sass: instructions without a header, and text with none", "[cpu][sass]") {
+  const SassFunction f =
+      only_function("/*0000*/ MUFU.EX2 R5, R5 ;\n/*0010*/ F2FP.BF16.F32.PACK_AB R40, R41, R40 ;\n");
+  CHECK(f.name == "(unnamed)");
+  CHECK(picture(f.instructions, 0, 1) == "EC");
+  CHECK(parse_sass_text("no sass here\n.L_x_0:\n").functions.empty());
+}
+
+TEST_CASE("fa3-sass: instruction classes and the picture alphabet", "[cpu][sass]") {
+  const std::vector<std::pair<std::string, char>> cases = {
+      {"HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], RZ, !UPT", 'G'},
+      {"QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24", 'Q'},
+      {"HMMA.16816.F32.BF16 R8, R4, R6, RZ", 'H'},
+      {"WARPGROUP.ARRIVE", 'A'},
+      {"WARPGROUP.DEPBAR.LE gsb0, 0x1", 'W'},
+      {"MUFU.EX2 R5, R5", 'E'},
+      {"MUFU.RCP R5, R5", '.'},
+      {"F2FP.F16.F32.PACK_AB R1, R2, R3", 'C'},
+      {"FMNMX.FTZ R0, R24, R6, !PT", 'M'},
+      {"SHFL.BFLY PT, R185, R2, 0x2, 0x1f", 'S'},
+      {"FADD.FTZ R24, R211, R24", '+'},
+      {"FFMA.FTZ R24, R24, UR9, -R6.reuse", '*'},
+      {"BAR.SYNC.DEFER_BLOCKING 0x1, 0x100", 'B'},
+      {"SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR6+0x18], R5", 'Y'},
+      {"UTMALDG.4D [UR8], [UR4]", 'T'},
+      {"LDL.64 R2, [R1+0x8]", 'L'},
+      {"STL [R1+0x8], R20", 'L'},
+      {"BRA `(.L_x_1)", 'J'},
+      {"USETMAXREG.DEALLOC.CTAPOOL 0x18", 'R'},
+      {"UIADD3 UR12, UR8, 0x2, URZ", 'u'},
+      {"R2UR UR4, R2", 'u'},
+      {"IMAD.MOV.U32 R7, RZ, RZ, 0x1", '.'},
+  };
+  for (const auto& [text, symbol] : cases) {
+    const SassFunction f = only_function("/*0000*/ " + text + " ;\n");
+    INFO(text);
+    CHECK(picture_char(classify(f.instructions.at(0))) == symbol);
+  }
+  // Every class has its own character and a legend entry.
+  std::string symbols;
+  for (const LegendEntry& e : picture_legend()) {
+    CHECK(symbols.find(e.symbol) == std::string::npos);
+    symbols += e.symbol;
+  }
+}
+
+TEST_CASE("fa3-sass: the mainloop is the innermost loop with the most wgmma", "[cpu][sass]") {
+  // An outer loop (persistent tiles) around a masking loop (2 groups, more instructions) and a
+  // steady-state loop (2 groups): the shorter steady-state loop wins the tie.
+  const std::string text =
+      "Function : outer_and_two_inner\n"
+      ".L_x_0:\n"
+      "/*0000*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n"
+      ".L_x_1:\n"
+      "/*0010*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], R24, gsb0 ;\n"
+      "/*0020*/ ISETP.GE.AND P1, PT, R2, R3, PT ;\n"
+      "/*0030*/ FSEL R24, R24, -INF , P1 ;\n"
+      "/*0040*/ HGMMA.64x64x16.F32 R88, R40, gdesc[UR8], R88, gsb0 ;\n"
+      "/*0050*/ @P0 BRA `(.L_x_1) ;\n"
+      ".L_x_2:\n"
+      "/*0060*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], R24, gsb0 ;\n"
+      "/*0070*/ HGMMA.64x64x16.F32 R88, R40, gdesc[UR8], R88, gsb0 ;\n"
+      "/*0080*/ @P2 BRA `(.L_x_2) ;\n"
+      "/*0090*/ @P3 BRA `(.L_x_0) ;\n"
+      "/*00a0*/ EXIT ;\n"
+      ".L_x_3:\n"
+      "/*00b0*/ BRA `(.L_x_3) ;\n";
+  const SassFunction f = only_function(text);
+  CHECK(find_loops(f).size() == 4);
+  const std::optional<Mainloop> m = find_mainloop(f);
+  REQUIRE(m);
+  CHECK(m->first_address == 0x60);
+  CHECK(m->last_address == 0x80);
+  CHECK(m->groups.size() == 2);
+  CHECK(m->picture == "GGJ");
+}
+
+TEST_CASE("fa3-sass: a jump back from out-of-line code past EXIT is not a loop", "[cpu][sass]") {
+  // The mbarrier retry sits after EXIT and jumps back into the mainloop; its range would hold
+  // half the mainloop and the epilogue's HGMMAs.
+  const std::string text =
+      "Function : k\n"
+      ".L_x_0:\n"
+      "/*0000*/ SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R3 ;\n"
+      "/*0010*/ @!P0 BRA `(.L_x_5) ;\n"
+      ".L_x_1:\n"
+      "/*0020*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n"
+      "/*0030*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n"
+      "/*0040*/ @P1 BRA `(.L_x_0) ;\n"
+      "/*0050*/ HGMMA.64x64x16.F32 R88, R40, gdesc[UR8], R88 ;\n"
+      "/*0060*/ HGMMA.64x64x16.F32 R88, R44, gdesc[UR8], R88, gsb0 ;\n"
+      "/*0070*/ EXIT ;\n"
+      ".L_x_5:\n"
+      "/*0080*/ SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R3 ;\n"
+      "/*0090*/ @!P0 BRA `(.L_x_5) ;\n"
+      "/*00a0*/ BRA `(.L_x_1) ;\n";
+  const SassFunction f = only_function(text);
+  CHECK(find_loops(f).size() == 2);  // the mainloop and the retry spin, not the jump back
+  const std::optional<Mainloop> m = find_mainloop(f);
+  REQUIRE(m);
+  CHECK(m->first_address == 0x00);
+  CHECK(m->last_address == 0x40);
+}
+
+TEST_CASE("fa3-sass: WGMMA groups count what sits between their HGMMAs", "[cpu][sass]") {
+  const std::string text =
+      "/*0000*/ WARPGROUP.ARRIVE ;\n"
+      "/*0010*/ HGMMA.64x128x16.F32 R24, gdesc[UR4], RZ, !UPT ;\n"
+      "/*0020*/ UIADD3 UR8, UR4, 0x2, URZ ;\n"
+      "/*0030*/ MUFU.EX2 R5, R5 ;\n"
+      "/*0040*/ IMAD R6, R6, R7, RZ ;\n"
+      "/*0050*/ HGMMA.64x128x16.F32 R24, gdesc[UR8], R24, gsb0 ;\n"
+      "/*0060*/ HGMMA.64x128x16.F32 R88, R40, gdesc[UR8], R88 ;\n"
+      "/*0070*/ UIADD3 UR8, UR4, 0x2, URZ ;\n"
+      "/*0080*/ HGMMA.64x128x16.F32 R88, R44, gdesc[UR8], R88 ;\n";
+  const SassFunction f = only_function(text);
+  const std::vector<WgmmaGroup> groups = find_groups(f, 0, f.instructions.size() - 1);
+  REQUIRE(groups.size() == 2);
+  CHECK(groups[0].wgmma == 2);
+  CHECK(groups[0].between == 3);
+  CHECK(groups[0].between_softmax == 1);
+  CHECK(groups[0].interleaved());
+  CHECK(groups[0].committed);
+  CHECK(groups[0].kind_summary() == "2 x HGMMA.64x128x16 SS");
+  CHECK(groups[1].between == 1);  // descriptor bookkeeping only
+  CHECK_FALSE(groups[1].interleaved());
+  CHECK_FALSE(groups[1].committed);  // the text ends before its gsb0
+}
+
+TEST_CASE("fa3-sass: softmax in flight counts what overlaps a group until its wait", "[cpu][sass]") {
+  // Algorithm 2 as written: both GEMMs issued, wait<1> retires S, softmax overlaps O += P V.
+  const std::string text =
+      "Function : fa3_fwd_bf16_d128_m128_n128_s2_w2_ov\n"
+      ".L_x_0:\n"
+      "/*0000*/ WARPGROUP.ARRIVE ;\n"
+      "/*0010*/ HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT ;\n"
+      "/*0020*/ HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;\n"
+      "/*0030*/ WARPGROUP.ARRIVE ;\n"
+      "/*0040*/ HGMMA.64x128x16.F32.BF16 R88, R152, gdesc[UR12], R88 ;\n"
+      "/*0050*/ HGMMA.64x128x16.F32.BF16 R88, R156, gdesc[UR16], R88, gsb0 ;\n"
+      "/*0060*/ WARPGROUP.DEPBAR.LE gsb0, 0x1 ;\n"
+      "/*0070*/ FMNMX.FTZ R0, R24, R25, !PT ;\n"
+      "/*0080*/ MUFU.EX2 R24, R24 ;\n"
+      "/*0090*/ F2FP.BF16.F32.PACK_AB R152, R25, R24 ;\n"
+      "/*00a0*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n"
+      "/*00b0*/ FMUL.FTZ R88, R88, R3 ;\n"
+      "/*00c0*/ @P0 BRA `(.L_x_0) ;\n";
+  const SassFunction f = only_function(text);
+  const std::optional<Mainloop> m = find_mainloop(f);
+  REQUIRE(m);
+  REQUIRE(m->groups.size() == 2);
+  CHECK(m->groups[0].softmax_in_flight == 0);
+  CHECK(m->groups[0].retired_at == size_t{6});  // the wait<1>: one group committed after it
+  CHECK(m->groups[1].softmax_in_flight == 3);
+  CHECK(m->groups[1].retired_at == size_t{10});
+  CHECK(m->softmax_position == SoftmaxPosition::After);
+  // The B.2 check asks for the paper's arrangement, which this is not.
+  const KernelReport k = analyze_kernel(f);
+  REQUIRE(k.check(CheckId::TwoStagePipeline));
+  CHECK_FALSE(k.check(CheckId::TwoStagePipeline)->pass);
+}
+
+TEST_CASE("fa3-sass: serialization is a wait between every two wgmmas", "[cpu][sass]") {
+  const SassFunction serialized = only_function(
+      "/*0000*/ WARPGROUP.ARRIVE ;\n"
+      "/*0010*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT, gsb0 ;\n"
+      "/*0020*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n"
+      "/*0030*/ WARPGROUP.ARRIVE ;\n"
+      "/*0040*/ HGMMA.64x64x16.F32 R24, gdesc[UR8], R24, gsb0 ;\n"
+      "/*0050*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n");
+  CHECK(measure_serialization(serialized).pairs == 1);
+  CHECK(measure_serialization(serialized).serialized());
+
+  // A fence re-issued inside an open group (ptxas C7519-style injection) separates too.
+  const SassFunction fenced = only_function(
+      "/*0000*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT ;\n"
+      "/*0010*/ WARPGROUP.ARRIVE ;\n"
+      "/*0020*/ HGMMA.64x64x16.F32 R24, gdesc[UR8], R24, gsb0 ;\n");
+  CHECK(measure_serialization(fenced).serialized());
+
+  const SassFunction grouped = only_function(
+      "/*0000*/ HGMMA.64x64x16.F32 R24, gdesc[UR4], RZ, !UPT ;\n"
+      "/*0010*/ HGMMA.64x64x16.F32 R24, gdesc[UR8], R24, gsb0 ;\n"
+      "/*0020*/ WARPGROUP.ARRIVE ;\n"
+      "/*0030*/ HGMMA.64x64x16.F32 R88, R40, gdesc[UR8], R88, gsb0 ;\n"
+      "/*0040*/ WARPGROUP.DEPBAR.LE gsb0, 0x0 ;\n");
+  CHECK(measure_serialization(grouped).pairs == 2);
+  CHECK(measure_serialization(grouped).separated == 0);
+  CHECK_FALSE(measure_serialization(grouped).serialized());
+}
+
+TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sass]") {
+  auto names = [](const std::string& kernel) {
+    std::string out;
+    for (CheckId id : checks_for(traits_from_name(kernel)))
+      out += std::string(out.empty() ? "" : " ") + check_name(id);
+    return out;
+  };
+  const std::string ws = "no_spills setmaxnreg tma_loads wgmma_used wgmma_not_serialized";
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2") == ws);
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_causal") == ws);
+  CHECK(names("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp") == ws + " two_stage_pipeline");
+  CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2") == ws + " fp8_qgmma");
+  CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma two_stage_pipeline");
+  CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") == ws);
+  CHECK(names("fa3_quantize_e4m3") == "no_spills");
+  CHECK(names("_Z6kernelPf") == "no_spills wgmma_not_serialized");
+
+  const KernelTraits t = traits_from_name("fa3_fwd_bf16_d128_m128_n176_s2_w3_causal_ov_pp_zz9_x");
+  CHECK(t.fa3_name);
+  CHECK(t.dtype == "bf16");
+  CHECK(t.head_dim == 128);
+  CHECK(t.block_n == 176);
+  CHECK(t.consumer_warpgroups == 3);
+  CHECK(t.causal);
+  CHECK(t.overlap);
+  CHECK(t.pingpong);
+  CHECK(t.unknown_tokens == std::vector<std::string>{"zz9", "x"});
+  CHECK_THAT(describe(t), Catch::Contains("unknown tokens: zz9 x"));
+  CHECK(traits_from_name("fa3").unknown_tokens.empty());
+  CHECK_FALSE(traits_from_name("fa3").fa3_name);
+  CHECK(traits_from_name("").direction.empty());
+}
+
+TEST_CASE("fa3-sass: the tuning table can turn on the 2-stage check", "[cpu][sass]") {
+  const fs::path dir = fs::temp_directory_path() / ("fa3_sass_table_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path table = dir / "table.json";
+  std::ofstream(table) << R"({"version": 1, "entries": [
+      {"match": {"head_dim": 128}, "kernel": "fa3_fwd_bf16_d128_m128_n128_s2_w2",
+       "config": {"overlap": true, "pingpong": false, "block_m": 128}},
+      {"kernel": "fa3_fwd_bf16_d64_m128_n128_s2_w2", "config": {"overlap": false}},
+      {"kernel": 7}]})";
+  std::string error;
+  const auto flags = read_tuning_table_flags(table.string(), error);
+  REQUIRE(flags);
+  KernelTraits t = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2");
+  apply_table_flags(t, flags->at("fa3_fwd_bf16_d128_m128_n128_s2_w2"));
+  CHECK(t.overlap);
+  CHECK(checks_for(t).back() == CheckId::TwoStagePipeline);
+  CHECK_THAT(describe(t), Catch::Contains("overlap from the tuning table"));
+  KernelTraits d64 = traits_from_name("fa3_fwd_bf16_d64_m128_n128_s2_w2");
+  apply_table_flags(d64, flags->at("fa3_fwd_bf16_d64_m128_n128_s2_w2"));
+  CHECK_FALSE(d64.overlap);
+
+  std::ofstream(dir / "bad.json") << "{ not json";
+  CHECK_FALSE(read_tuning_table_flags((dir / "bad.json").string(), error));
+  CHECK_THAT(error, Catch::Contains("not valid JSON"));
+  CHECK_FALSE(read_tuning_table_flags((dir / "missing.json").string(), error));
+  CHECK_THAT(error, Catch::Contains("cannot open"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("fa3-sass: JSON report follows schema fa3-sass/1", "[cpu][sass]") {
+  std::vector<KernelReport> reports;
+  for (const char* file : {"good_overlap.sass", "spill.sass"})
+    reports.push_back(analyze_kernel(parse_sass_text(read_file(fixture_dir() / file)).functions.at(0)));
+  const nlohmann::json doc = nlohmann::json::parse(json_report(reports, {"sass", {"a.sass"}, ""}));
+  CHECK(doc["schema"] == "fa3-sass/1");
+  CHECK(doc["pass"] == false);
+  CHECK(doc["disassembler"].is_null());
+  REQUIRE(doc["kernels"].size() == 2);
+  const nlohmann::json& good = doc["kernels"][0];
+  CHECK(good["name"] == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov");
+  CHECK(good["pass"] == true);
+  CHECK(good["config"]["overlap"] == true);
+  CHECK(good["resources"]["registers"].is_null());
+  CHECK(good["mix"]["hgmma"] == 32);
+  CHECK(good["mainloop"]["softmax_position"] == "before");
+  CHECK(good["mainloop"]["groups"][0]["layout"] == "interleaved");
+  CHECK(good["mainloop"]["groups"][1]["layout"] == "packed");
+  CHECK(good["checks"].back()["id"] == "two_stage_pipeline");
+  const nlohmann::json& spill = doc["kernels"][1];
+  CHECK(spill["resources"]["registers"] == 255);
+  CHECK(spill["checks"][0]["id"] == "no_spills");
+  CHECK(spill["checks"][0]["pass"] == false);
+  CHECK(doc["picture_alphabet"]["G"] == "HGMMA");
+}
+
+TEST_CASE("fa3-sass: text and SVG reports", "[cpu][sass]") {
+  std::vector<KernelReport> reports;
+  for (const char* file : {"good_overlap.sass", "hmma.sass"})
+    reports.push_back(analyze_kernel(parse_sass_text(read_file(fixture_dir() / file)).functions.at(0)));
+  const std::string text = text_report(reports, {"sass", {"x.sass"}, ""});
+  CHECK_THAT(text, Catch::Contains("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov: PASS (6 checks)"));
+  CHECK_THAT(text, Catch::Contains("FAIL wgmma_used"));
+  CHECK_THAT(text, Catch::Contains(reports[0].mainloop->picture.substr(0, 40)));
+  CHECK_THAT(text,
+             Catch::Contains("1 of 2 kernels pass every check; failed: fa3_fwd_bf16_d64_m128_n128_s2_w2"));
+  // The HMMA kernel still gets a mainloop: the loop with its HMMAs.
+  REQUIRE(reports[1].mainloop);
+  CHECK(reports[1].mainloop->loop.warp_mma == 16);
+
+  const std::string svg = svg_report(reports);
+  CHECK(svg.rfind("<svg", 0) == 0);
+  CHECK_THAT(svg, Catch::EndsWith("</svg>\n"));
+  size_t rects = 0;
+  for (size_t at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) ++rects;
+  CHECK(rects > reports[0].mainloop->picture.size() + reports[1].mainloop->picture.size());
+}
+
+TEST_CASE("fa3-sass: disassembler discovery and running it", "[cpu][sass]") {
+  const fs::path dir = fs::temp_directory_path() / ("fa3_sass_tools_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "empty");
+  fs::create_directories(dir / "cuda" / "bin");
+
+  const Disassembler none = find_disassembler((dir / "empty").string(), (dir / "empty").string());
+  if (!none.available()) {  // /usr/local/cuda/bin may have the real tools on the GPU machine
+    CHECK_THAT(no_disassembler_message(none), Catch::Contains("neither cuobjdump nor nvdisasm"));
+    CHECK_THAT(no_disassembler_message(none), Catch::Contains("--sass FILE"));
+    std::string error;
+    CHECK_FALSE(disassemble_cubin(none, "x.cubin", error));
+    CHECK_THAT(error, Catch::Contains("no SASS disassembler"));
+  }
+
+  // A stand-in cuobjdump: prints a fixture for -sass and a resource line for -res-usage.
+  const fs::path fake = dir / "cuda" / "bin" / "cuobjdump";
+  std::ofstream(fake)
+      << "#!/bin/sh\n"
+         "case \"$1\" in\n"
+         "  -sass) cat '"
+      << (fixture_dir() / "good_sequential.sass").string()
+      << "' ;;\n"
+         "  -res-usage) printf 'Resource usage:\\n Function fa3_fwd_bf16_d128_m128_n128_s2_w2:\\n"
+         "  REG:168 STACK:0 SHARED:0 LOCAL:0\\n' ;;\n"
+         "  *) echo \"bad args\" >&2; exit 3 ;;\n"
+         "esac\n";
+  fs::permissions(fake, fs::perms::owner_all);
+  const Disassembler d = find_disassembler((dir / "cuda").string(), "");
+  REQUIRE(d.cuobjdump == fake.string());
+  std::string error;
+  const std::optional<std::string> text = disassemble_cubin(d, "any.cubin", error);
+  REQUIRE(text);
+  const SassFunction f = parse_sass_text(*text).functions.at(0);
+  CHECK(f.resources.registers == 168);
+  CHECK(analyze_kernel(f).pass());
+
+  const CommandResult failed = run_command({fake.string(), "-bogus"});
+  CHECK(failed.exit_code == 3);
+  CHECK_THAT(failed.err, Catch::Contains("bad args"));
+  CHECK(run_command({(dir / "no-such-program").string()}).exit_code == 127);
+
+  TempDir tmp;
+  REQUIRE(tmp.ok());
+  const std::string written = tmp.write("k.cubin", "abc", 3);
+  CHECK(read_file(written) == "abc");
+  fs::remove_all(dir);
+}

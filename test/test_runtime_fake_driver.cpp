@@ -1,0 +1,264 @@
+// The runtime's host paths against a fake CUDA driver (test/fake_cuda): device and
+// architecture checks, context selection, lazy module loading (once, also under threads),
+// the launch configuration and parameter block, and driver failures. Runs on any machine.
+#include <catch2/catch.hpp>
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fa3/fa3.h"
+#include "kernels/fwd_config.h"
+#include "kernels/fwd_params.h"
+
+namespace {
+
+// The fake driver's controls, resolved from the same library libfa3 loads.
+struct FakeCuda {
+  void (*reset)();
+  void (*fail)(const char*, int);
+  void (*set_device)(int, int, int);
+  void (*make_current)(int);
+  int (*current_is_primary)();
+  void (*log)(char*, size_t);
+  int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
+
+  std::string calls() const {
+    std::vector<char> buf(1 << 16);
+    log(buf.data(), buf.size());
+    return buf.data();
+  }
+  static size_t count(const std::string& log, const std::string& call) {
+    size_t n = 0;
+    for (size_t pos = log.find(call + ";"); pos != std::string::npos; pos = log.find(call + ";", pos + 1)) ++n;
+    return n;
+  }
+};
+
+std::string fake_library_path() {
+  char exe[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/x");
+  return dir.substr(0, dir.rfind('/')) + "/libfakecuda.so";
+}
+
+FakeCuda& fake() {
+  static FakeCuda f = [] {
+    const std::string path = fake_library_path();
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    INFO("dlopen " << path << ": " << (lib ? "" : dlerror()));
+    REQUIRE(lib != nullptr);
+    FakeCuda c;
+    c.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_cuda_reset"));
+    c.fail = reinterpret_cast<void (*)(const char*, int)>(dlsym(lib, "fake_cuda_fail"));
+    c.set_device = reinterpret_cast<void (*)(int, int, int)>(dlsym(lib, "fake_cuda_set_device"));
+    c.make_current = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_make_current"));
+    c.current_is_primary = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_current_is_primary"));
+    c.log = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_log"));
+    c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
+        dlsym(lib, "fake_cuda_last_launch"));
+    REQUIRE(c.last_launch != nullptr);
+    return c;
+  }();
+  return f;
+}
+
+// Points libfa3 at the fake driver for one test and resets it.
+struct UseFakeDriver {
+  UseFakeDriver() {
+    setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
+    fake().reset();
+  }
+  ~UseFakeDriver() { unsetenv("FA3_LIBCUDA"); }
+};
+
+fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
+  fa3_tensor t{};
+  t.data = reinterpret_cast<void*>(addr);
+  t.dtype = FA3_BF16;
+  t.batch = b; t.seqlen = s; t.heads = h; t.head_dim = d;
+  t.stride_head = d; t.stride_seq = h * d; t.stride_batch = s * h * d;
+  return t;
+}
+
+struct Problem {
+  fa3_tensor q = tensor(0x100000000, 3, 1000, 8, 128), k = tensor(0x200000000, 3, 700, 2, 128),
+             v = tensor(0x300000000, 3, 700, 2, 128), o = tensor(0x400000000, 3, 1000, 8, 128);
+  float* lse = reinterpret_cast<float*>(0x500000000);
+  fa3_params p{0.0f, 1};
+  fa3_status run(fa3_handle* h) { return fa3_forward(h, &q, &k, &v, &o, lse, &p, nullptr); }
+};
+
+fa3_handle* create() {
+  fa3_handle* h = nullptr;
+  const fa3_status s = fa3_create(&h, 0, nullptr);
+  INFO(fa3_last_error());
+  REQUIRE(s == FA3_OK);
+  return h;
+}
+
+}  // namespace
+
+TEST_CASE("fake driver: a non-Hopper GPU is refused with its name and capability", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fake().set_device(8, 0, 1);
+  fa3_handle* h = nullptr;
+  CHECK(fa3_create(&h, 0, nullptr) == FA3_ERR_ARCH);
+  CHECK(std::string(fa3_last_error()) ==
+        "device 0 (Fake GPU sm_80) has compute capability 8.0; fa3's kernels are built for sm_90a (Hopper: H100, H200) only");
+  CHECK(h == nullptr);
+}
+
+TEST_CASE("fake driver: missing devices", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = nullptr;
+  fake().set_device(9, 0, 0);
+  CHECK(fa3_create(&h, 0, nullptr) == FA3_ERR_NO_DEVICE);
+  CHECK(std::string(fa3_last_error()) == "device 0 does not exist: the driver sees 0 CUDA device(s)");
+  fake().set_device(9, 0, 1);
+  CHECK(fa3_create(&h, 3, nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "device 3 does not exist: the driver sees 1 CUDA device(s)");
+  fake().fail("cuInit", CUDA_ERROR_NO_DEVICE);
+  CHECK(fa3_create(&h, 0, nullptr) == FA3_ERR_NO_DEVICE);
+  CHECK(std::string(fa3_last_error()).rfind("the CUDA driver failed to initialize (cuInit: ", 0) == 0);
+}
+
+TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  REQUIRE(pr.run(h) == FA3_OK);
+  const char* kernel = nullptr;
+  REQUIRE(fa3_forward_select(h, &pr.q, &pr.k, &pr.v, &pr.p, &kernel) == FA3_OK);
+  CHECK(std::string(kernel) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal");
+
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams params;
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  fa3::FwdConfig cfg;  // d128 m128 n128 s2 w2
+  cfg.causal = true;
+  CHECK(grid == 8u * 8 * 3);  // ceil(1000 / 128) query blocks x heads x batch
+  CHECK(block == 384u);
+  CHECK(smem == fa3::FwdSmemLayout::of(cfg).total_bytes);
+  CHECK(params.seqlen_q == 1000);
+  CHECK(params.seqlen_k == 700);
+  CHECK(params.heads == 8);
+  CHECK(params.batch == 3);
+  CHECK(params.heads_per_kv_head == 4);
+  CHECK(params.num_m_blocks == 8);
+  CHECK(params.lse == pr.lse);
+  CHECK(params.scale_log2 == Approx(1.0 / std::sqrt(128.0) * M_LOG2E));
+  // The fake encoder wrote (address, rank, dims, byte strides, box) into each map.
+  const uint64_t* k_map = params.tma_k.opaque;
+  CHECK(k_map[0] == 0x200000000u);
+  CHECK(k_map[1] == 4u);
+  CHECK((k_map[2] == 128u && k_map[3] == 700u && k_map[4] == 2u && k_map[5] == 3u));
+  CHECK((k_map[6] == 2u * 256 && k_map[7] == 2u * 128 && k_map[8] == 2u * 700 * 256));
+  CHECK((k_map[9] == 64u && k_map[10] == 128u));  // 64 columns x block_n rows
+  CHECK(params.tma_q.opaque[10] == 64u);            // Q and O boxes: 64 rows per warpgroup
+  CHECK(params.tma_o.opaque[0] == 0x400000000u);
+  fa3_destroy(h);
+}
+
+TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+
+  SECTION("no current context: the primary context is pushed for the call, then popped") {
+    fake().make_current(0);
+    REQUIRE(pr.run(h) == FA3_OK);
+    const std::string log = fake().calls();
+    CHECK(log.find("cuCtxPushCurrent;") != std::string::npos);
+    CHECK(log.find("cuCtxPopCurrent;") > log.find("cuLaunchKernelEx;"));
+    CHECK_FALSE(fake().current_is_primary());
+  }
+  SECTION("the caller's context of the same device is used as it is") {
+    fake().make_current(1);
+    REQUIRE(pr.run(h) == FA3_OK);
+    CHECK(FakeCuda::count(fake().calls(), "cuCtxPushCurrent") == 0);
+    // a second module load: the caller's context is a different context than the primary
+    fake().make_current(0);
+    REQUIRE(pr.run(h) == FA3_OK);
+    CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 2);
+  }
+  SECTION("a context of another device: the primary context of ours is pushed") {
+    fake().make_current(2);
+    REQUIRE(pr.run(h) == FA3_OK);
+    CHECK(FakeCuda::count(fake().calls(), "cuCtxPushCurrent") == 1);
+  }
+  fake().make_current(0);
+  fa3_destroy(h);
+}
+
+TEST_CASE("fake driver: a kernel is loaded once per context, also under concurrent calls",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  std::vector<std::thread> threads;
+  std::vector<fa3_status> status(8, FA3_ERR_INTERNAL);
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      Problem pr;
+      for (int i = 0; i < 10; ++i) status[static_cast<size_t>(t)] = pr.run(h);
+    });
+  for (std::thread& t : threads) t.join();
+  for (fa3_status s : status) CHECK(s == FA3_OK);
+  const std::string log = fake().calls();
+  CHECK(FakeCuda::count(log, "cuModuleLoadData") == 1);
+  CHECK(FakeCuda::count(log, "cuLaunchKernelEx") == 80);
+  fa3_destroy(h);
+  const std::string after = fake().calls();
+  CHECK(FakeCuda::count(after, "cuModuleUnload") == 1);
+  CHECK(FakeCuda::count(after, "cuDevicePrimaryCtxRelease") == 1);
+}
+
+TEST_CASE("fake driver: failures launch nothing and say what failed", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+
+  SECTION("a bad argument reaches no driver call") {
+    pr.k.heads = pr.v.heads = 3;
+    const std::string before = fake().calls();
+    CHECK(pr.run(h) == FA3_ERR_INVALID_ARGUMENT);
+    CHECK(fake().calls() == before);
+  }
+  SECTION("a tensor map the driver rejects") {
+    fake().fail("cuTensorMapEncodeTiled", CUDA_ERROR_INVALID_VALUE);
+    CHECK(pr.run(h) == FA3_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(fa3_last_error()).rfind("the driver rejected the TMA tensor map of q (cuTensorMapEncodeTiled: CUDA_ERROR_FAKE", 0) == 0);
+    CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
+  }
+  SECTION("a failed launch") {
+    fake().fail("cuLaunchKernelEx", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    CHECK(pr.run(h) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()) ==
+          "launching fa3_fwd_bf16_d128_m128_n128_s2_w2_causal (cuLaunchKernelEx) failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
+  }
+  SECTION("out of memory while loading the kernel") {
+    fake().fail("cuModuleLoadData", CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(pr.run(h) == FA3_ERR_OUT_OF_MEMORY);
+    CHECK(std::string(fa3_last_error()).find("loading kernel fa3_fwd_bf16_d128_m128_n128_s2_w2_causal (cuModuleLoadData) failed") == 0);
+    fake().fail("", 0);
+    CHECK(pr.run(h) == FA3_OK);  // not cached as failed: the next call loads it
+  }
+  SECTION("forcing a kernel that does not fit") {
+    CHECK(fa3_forward_with_kernel(h, "fa3_fwd_f16_d128_m128_n128_s2_w2", &pr.q, &pr.k, &pr.v, &pr.o,
+                                  pr.lse, &pr.p, nullptr) == FA3_ERR_UNSUPPORTED);
+    CHECK(std::string(fa3_last_error()) ==
+          "kernel fa3_fwd_f16_d128_m128_n128_s2_w2 does not fit this problem (bf16, head_dim 128, causal)");
+    CHECK(fa3_forward_with_kernel(h, "fa3_fwd_nope", &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                  nullptr) == FA3_ERR_UNSUPPORTED);
+    CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
+  }
+  fa3_destroy(h);
+}

@@ -1,0 +1,201 @@
+#include "analysis.h"
+
+namespace fa3::sass {
+
+namespace {
+
+std::string plural(size_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Opcodes stay as the disassembler spells them: "3 UTMALDG".
+std::string count(size_t n, const std::string& opcode) { return std::to_string(n) + " " + opcode; }
+
+std::string offset(size_t index, const Mainloop& m) { return "+" + std::to_string(index - m.loop.first); }
+
+CheckResult no_spills(const KernelReport& k) {
+  const ResourceUsage& r = k.resources;
+  std::vector<std::string> problems;
+  if (k.mix.ldl + k.mix.stl > 0)
+    problems.push_back(std::to_string(k.mix.ldl) + " LDL and " + std::to_string(k.mix.stl) + " STL");
+  if (r.stack_bytes.value_or(0) > 0)
+    problems.push_back("a " + std::to_string(*r.stack_bytes) + "-byte stack frame");
+  if (r.local_bytes.value_or(0) > 0)
+    problems.push_back(std::to_string(*r.local_bytes) + " bytes of local memory");
+  if (problems.empty()) {
+    std::string detail = "no LDL/STL";
+    detail += r.stack_bytes ? ", stack " + std::to_string(*r.stack_bytes) : ", stack unknown";
+    detail += r.local_bytes ? ", local " + std::to_string(*r.local_bytes) : ", local unknown";
+    return {CheckId::NoSpills, true, detail};
+  }
+  std::string detail;
+  for (const std::string& p : problems) detail += (detail.empty() ? "" : ", ") + p;
+  return {CheckId::NoSpills, false, detail + ": registers spill to local memory (see ptxas -v)"};
+}
+
+CheckResult setmaxreg(const KernelReport& k) {
+  const size_t dealloc = k.mix.usetmaxreg_dealloc, alloc = k.mix.usetmaxreg_alloc;
+  const std::string counts = std::to_string(dealloc) + " DEALLOC, " + std::to_string(alloc) + " TRY_ALLOC";
+  if (dealloc > 0 && alloc > 0) return {CheckId::SetMaxReg, true, "USETMAXREG: " + counts};
+  if (dealloc + alloc == 0)
+    return {CheckId::SetMaxReg, false,
+            "no USETMAXREG: setmaxnreg is missing or ptxas dropped it (warning C7508; needs "
+            "__launch_bounds__(threads, 1)), so consumers keep the launch's register count"};
+  return {
+      CheckId::SetMaxReg, false,
+      "USETMAXREG: " + counts + ": the register split is one-sided (producer must dealloc, consumers alloc)"};
+}
+
+CheckResult tma_loads(const KernelReport& k) {
+  if (k.mix.utmaldg > 0) return {CheckId::TmaLoads, true, count(k.mix.utmaldg, "UTMALDG")};
+  return {CheckId::TmaLoads, false, "no UTMALDG: the producer does not load tiles with TMA"};
+}
+
+CheckResult wgmma_used(const KernelReport& k) {
+  const size_t wgmma = k.mix.hgmma + k.mix.qgmma;
+  if (wgmma > 0)
+    return {CheckId::WgmmaUsed, true,
+            std::to_string(k.mix.hgmma) + " HGMMA, " + std::to_string(k.mix.qgmma) + " QGMMA"};
+  if (k.mix.warp_mma > 0)
+    return {CheckId::WgmmaUsed, false,
+            "no HGMMA/QGMMA but " + count(k.mix.warp_mma, "HMMA/IMMA") +
+                ": the GEMMs run on warp-level mma.sync, not Hopper wgmma (built without sm_90a?)"};
+  return {CheckId::WgmmaUsed, false, "no HGMMA/QGMMA and no HMMA: no tensor-core instruction at all"};
+}
+
+CheckResult wgmma_not_serialized(const KernelReport& k) {
+  const CheckId id = CheckId::WgmmaNotSerialized;
+  const Serialization& all = k.serialization;
+  const Serialization& loop = k.mainloop_serialization;
+  if (all.pairs == 0) return {id, true, "fewer than 2 wgmma: nothing to serialize"};
+  if (all.serialized())
+    return {id, false,
+            "a wait or fence separates all " + std::to_string(all.pairs) +
+                " consecutive wgmma pairs: ptxas serialized wgmma (look for C7515/C7510 in the ptxas log)"};
+  if (loop.serialized())
+    return {id, false,
+            "a wait or fence separates all " + std::to_string(loop.pairs) +
+                " consecutive wgmma pairs of the mainloop: no two of its wgmmas overlap"};
+  return {id, true,
+          std::to_string(all.separated) + " of " + std::to_string(all.pairs) +
+              " consecutive wgmma pairs separated by a wait (group boundaries)"};
+}
+
+CheckResult fp8_uses_qgmma(const KernelReport& k) {
+  if (k.mix.qgmma > 0) {
+    std::string detail = count(k.mix.qgmma, "QGMMA");
+    if (k.mix.hgmma > 0) detail += " (and " + count(k.mix.hgmma, "HGMMA") + ")";
+    return {CheckId::Fp8UsesQgmma, true, detail};
+  }
+  return {CheckId::Fp8UsesQgmma, false,
+          "no QGMMA (" + count(k.mix.hgmma, "HGMMA") + "): the fp8 kernel does not multiply in fp8"};
+}
+
+// Paper Appendix B.2: softmax reordered before the first WGMMA, the first WGMMA's HGMMAs
+// interleaved with softmax work, the second WGMMA's HGMMAs packed, and the first WGMMA still
+// in flight when the second issues (one wait at the end).
+CheckResult two_stage_pipeline(const KernelReport& k) {
+  const CheckId id = CheckId::TwoStagePipeline;
+  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
+    return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  const Mainloop& m = *k.mainloop;
+  if (m.groups.size() < 2)
+    return {id, false,
+            "the mainloop has " + plural(m.groups.size(), "WGMMA group") + "; the 2-stage pipeline needs 2"};
+  const WgmmaGroup& first = m.groups[0];
+  const WgmmaGroup& second = m.groups[1];
+  std::vector<std::string> failures, evidence;
+
+  if (m.softmax_position == SoftmaxPosition::Before)
+    evidence.push_back("softmax starts at " + offset(*m.softmax_start, m) + ", before WGMMA 1 (" +
+                       offset(first.first, m) + ")");
+  else if (m.softmax_start)
+    failures.push_back(std::string("softmax starts ") + to_string(m.softmax_position) + " WGMMA 1 (" +
+                       offset(*m.softmax_start, m) + " vs " + offset(first.first, m) + "), not before it");
+  else
+    failures.push_back("no FMNMX or MUFU.EX2 in the mainloop: no softmax to overlap");
+
+  if (first.interleaved())
+    evidence.push_back("WGMMA 1 interleaved with " + std::to_string(first.between_softmax) +
+                       " softmax instructions");
+  else
+    failures.push_back("WGMMA 1 is packed (no softmax work between its HGMMAs)");
+
+  if (!second.interleaved())
+    evidence.push_back("WGMMA 2 packed");
+  else
+    failures.push_back("WGMMA 2 is interleaved with " + std::to_string(second.between_softmax) +
+                       " softmax instructions (expected packed)");
+
+  bool drained = false;
+  for (const WgmmaWaitSite& w : m.waits) {
+    if (w.index > first.last && w.index < second.first && w.pending == 0 && !drained) {
+      failures.push_back("a full wait (DEPBAR.LE gsb0, 0x0) at " + offset(w.index, m) +
+                         " drains WGMMA 1 before WGMMA 2 issues");
+      drained = true;
+    }
+  }
+  if (!drained) evidence.push_back("WGMMA 1 still in flight when WGMMA 2 issues");
+
+  auto join = [](const std::vector<std::string>& parts) {
+    std::string s;
+    for (const std::string& p : parts) s += (s.empty() ? "" : "; ") + p;
+    return s;
+  };
+  if (failures.empty()) return {id, true, join(evidence)};
+  return {id, false, join(failures)};
+}
+
+}  // namespace
+
+bool KernelReport::pass() const {
+  for (const CheckResult& c : checks)
+    if (!c.pass) return false;
+  return true;
+}
+
+const CheckResult* KernelReport::check(CheckId id) const {
+  for (const CheckResult& c : checks)
+    if (c.id == id) return &c;
+  return nullptr;
+}
+
+CheckResult run_check(CheckId id, const KernelReport& facts) {
+  switch (id) {
+    case CheckId::NoSpills:
+      return no_spills(facts);
+    case CheckId::SetMaxReg:
+      return setmaxreg(facts);
+    case CheckId::TmaLoads:
+      return tma_loads(facts);
+    case CheckId::WgmmaUsed:
+      return wgmma_used(facts);
+    case CheckId::WgmmaNotSerialized:
+      return wgmma_not_serialized(facts);
+    case CheckId::Fp8UsesQgmma:
+      return fp8_uses_qgmma(facts);
+    case CheckId::TwoStagePipeline:
+      return two_stage_pipeline(facts);
+  }
+  return {id, false, "unknown check"};
+}
+
+KernelReport analyze_kernel(const SassFunction& function, const KernelTraits& traits) {
+  KernelReport k;
+  k.name = function.name;
+  k.traits = traits;
+  k.resources = function.resources;
+  k.mix = count_mix(function);
+  k.serialization = measure_serialization(function);
+  k.mainloop = find_mainloop(function);
+  if (k.mainloop)
+    k.mainloop_serialization = measure_serialization(function, k.mainloop->loop.first, k.mainloop->loop.last);
+  for (CheckId id : checks_for(traits)) k.checks.push_back(run_check(id, k));
+  return k;
+}
+
+KernelReport analyze_kernel(const SassFunction& function) {
+  return analyze_kernel(function, traits_from_name(function.name));
+}
+
+}  // namespace fa3::sass

@@ -1,0 +1,237 @@
+#include "kernel_config.h"
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+namespace fa3::sass {
+
+namespace {
+
+struct CheckInfo {
+  CheckId id;
+  const char* name;
+  const char* title;
+};
+
+const CheckInfo kChecks[] = {
+    {CheckId::NoSpills, "no_spills", "no local-memory spills (LDL/STL, stack, local)"},
+    {CheckId::SetMaxReg, "setmaxnreg", "setmaxnreg in the warp-specialized kernel (USETMAXREG)"},
+    {CheckId::TmaLoads, "tma_loads", "TMA loads present (UTMALDG)"},
+    {CheckId::WgmmaUsed, "wgmma_used", "tensor cores through wgmma (HGMMA/QGMMA), not HMMA"},
+    {CheckId::WgmmaNotSerialized, "wgmma_not_serialized", "wgmma not serialized (no wait after every HGMMA)"},
+    {CheckId::Fp8UsesQgmma, "fp8_qgmma", "fp8 kernel uses QGMMA"},
+    {CheckId::TwoStagePipeline, "two_stage_pipeline",
+     "2-stage pipelining (B.2): softmax first, WGMMA 1 interleaved, WGMMA 2 packed"},
+};
+
+const CheckInfo& info(CheckId id) {
+  for (const CheckInfo& c : kChecks)
+    if (c.id == id) return c;
+  return kChecks[0];
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = s.find(sep, start);
+    parts.push_back(s.substr(start, pos - start));
+    if (pos == std::string::npos) return parts;
+    start = pos + 1;
+  }
+}
+
+// ---- name grammar: one table row per token kind, so a new token is one line ----------
+
+// Directions built on wgmma, with a producer warpgroup (paper Algorithms 1 and 3).
+struct DirectionInfo {
+  const char* token;
+  bool matrix_kernel;
+  bool warp_specialized;
+};
+const DirectionInfo kDirections[] = {
+    {"fwd", true, true},
+    {"bwd", true, true},
+};
+
+struct DtypeInfo {
+  const char* token;
+  bool fp8;
+};
+const DtypeInfo kDtypes[] = {{"f16", false}, {"bf16", false}, {"e4m3", true}, {"e5m2", true}};
+
+struct NumberToken {
+  char prefix;
+  std::optional<int> KernelTraits::*field;
+};
+const NumberToken kNumbers[] = {
+    {'d', &KernelTraits::head_dim},
+    {'m', &KernelTraits::block_m},
+    {'n', &KernelTraits::block_n},
+    {'s', &KernelTraits::stages},
+    {'w', &KernelTraits::consumer_warpgroups},
+};
+
+struct FlagToken {
+  const char* token;
+  bool KernelTraits::*field;
+};
+const FlagToken kFlags[] = {
+    {"causal", &KernelTraits::causal},
+    {"ov", &KernelTraits::overlap},
+    {"pp", &KernelTraits::pingpong},
+};
+
+std::optional<int> number_after(const std::string& token, char prefix) {
+  if (token.size() < 2 || token.size() > 6 || token[0] != prefix) return std::nullopt;
+  int value = 0;
+  for (size_t i = 1; i < token.size(); ++i) {
+    if (token[i] < '0' || token[i] > '9') return std::nullopt;
+    value = value * 10 + (token[i] - '0');
+  }
+  return value;
+}
+
+bool apply_token(KernelTraits& t, const std::string& token) {
+  for (const DtypeInfo& d : kDtypes) {
+    if (token == d.token && t.dtype.empty()) {
+      t.dtype = token;
+      t.fp8 = d.fp8;
+      return true;
+    }
+  }
+  for (const NumberToken& n : kNumbers) {
+    if (auto value = number_after(token, n.prefix); value && !(t.*n.field)) {
+      t.*n.field = value;
+      return true;
+    }
+  }
+  for (const FlagToken& f : kFlags) {
+    if (token == f.token) {
+      t.*f.field = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+const char* check_name(CheckId id) { return info(id).name; }
+const char* check_title(CheckId id) { return info(id).title; }
+
+std::optional<CheckId> check_from_name(const std::string& name) {
+  for (const CheckInfo& c : kChecks)
+    if (name == c.name) return c.id;
+  return std::nullopt;
+}
+
+const std::vector<CheckId>& all_checks() {
+  static const std::vector<CheckId> ids = [] {
+    std::vector<CheckId> v;
+    for (const CheckInfo& c : kChecks) v.push_back(c.id);
+    return v;
+  }();
+  return ids;
+}
+
+KernelTraits traits_from_name(const std::string& kernel_name) {
+  KernelTraits t;
+  const std::vector<std::string> tokens = split(kernel_name, '_');
+  if (tokens.size() < 2 || tokens[0] != "fa3") return t;
+  t.fa3_name = true;
+  t.direction = tokens[1];
+  for (const DirectionInfo& d : kDirections) {
+    if (t.direction == d.token) {
+      t.matrix_kernel = d.matrix_kernel;
+      t.warp_specialized = d.warp_specialized;
+    }
+  }
+  for (size_t i = 2; i < tokens.size(); ++i)
+    if (!apply_token(t, tokens[i])) t.unknown_tokens.push_back(tokens[i]);
+  return t;
+}
+
+std::vector<CheckId> checks_for(const KernelTraits& t) {
+  // Rules, not a table of names: a kernel gets every check its traits call for.
+  const std::vector<std::pair<CheckId, bool>> rules = {
+      {CheckId::NoSpills, true},
+      {CheckId::SetMaxReg, t.warp_specialized},
+      {CheckId::TmaLoads, t.warp_specialized},
+      {CheckId::WgmmaUsed, t.matrix_kernel},
+      // A kernel we know nothing about may still use wgmma; serialization is never wanted.
+      {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
+      {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
+      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap},
+  };
+  std::vector<CheckId> out;
+  for (const auto& [id, applies] : rules)
+    if (applies) out.push_back(id);
+  return out;
+}
+
+std::string describe(const KernelTraits& t) {
+  if (!t.fa3_name) return "not an fa3 kernel name: generic checks only";
+  std::string s = t.direction;
+  if (!t.dtype.empty()) s += " " + t.dtype;
+  const std::pair<char, std::optional<int>> numbers[] = {
+      {'d', t.head_dim}, {'m', t.block_m}, {'n', t.block_n}, {'s', t.stages}, {'w', t.consumer_warpgroups}};
+  for (const auto& [prefix, value] : numbers)
+    if (value) s += std::string(" ") + prefix + std::to_string(*value);
+  if (t.causal) s += ", causal";
+  if (t.overlap) s += ", 2-stage overlap";
+  if (t.pingpong) s += ", pingpong";
+  if (!t.unknown_tokens.empty()) {
+    s += ", unknown tokens:";
+    for (const std::string& u : t.unknown_tokens) s += " " + u;
+  }
+  for (const std::string& n : t.notes) s += ", " + n;
+  return s;
+}
+
+std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const std::string& path,
+                                                                         std::string& error) {
+  std::ifstream in(path);
+  if (!in) {
+    error = "cannot open the tuning table " + path + ".";
+    return std::nullopt;
+  }
+  nlohmann::json doc;
+  try {
+    in >> doc;
+  } catch (const nlohmann::json::exception& e) {
+    error = "the tuning table " + path + " is not valid JSON: " + e.what();
+    return std::nullopt;
+  }
+  std::map<std::string, TableFlags> flags;
+  if (!doc.is_object() || !doc.contains("entries") || !doc["entries"].is_array()) {
+    error = "the tuning table " + path + " has no \"entries\" array.";
+    return std::nullopt;
+  }
+  for (const nlohmann::json& entry : doc["entries"]) {
+    if (!entry.is_object() || !entry.contains("kernel") || !entry["kernel"].is_string()) continue;
+    TableFlags& f = flags[entry["kernel"].get<std::string>()];
+    if (!entry.contains("config") || !entry["config"].is_object()) continue;
+    const nlohmann::json& config = entry["config"];
+    // Several entries may name one kernel; any entry that turns a feature on wins.
+    auto read = [&](const char* key, std::optional<bool>& into) {
+      if (config.contains(key) && config[key].is_boolean()) into = (into && *into) || config[key].get<bool>();
+    };
+    read("overlap", f.overlap);
+    read("pingpong", f.pingpong);
+  }
+  return flags;
+}
+
+void apply_table_flags(KernelTraits& t, const TableFlags& flags) {
+  if (flags.overlap && *flags.overlap && !t.overlap) {
+    t.overlap = true;
+    t.notes.push_back("overlap from the tuning table");
+  }
+  if (flags.pingpong && *flags.pingpong && !t.pingpong) {
+    t.pingpong = true;
+    t.notes.push_back("pingpong from the tuning table");
+  }
+}
+
+}  // namespace fa3::sass

@@ -1,0 +1,60 @@
+// Which checks a kernel must pass, from what its name (and optionally the tuning table)
+// says about its config. Kernel names: fa3_<direction>_<dtype>_d<hdim>_m<bm>_n<bn>_s<stages>
+// _w<consumer warpgroups>[_causal][_ov][_pp] (src/runtime/kernel_registry.h); tokens this
+// tool does not know are kept and reported, never an error.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fa3::sass {
+
+// In report order. The names (check_name) are part of the JSON output.
+enum class CheckId {
+  NoSpills,            // no LDL/STL, no stack or local memory
+  SetMaxReg,           // warp-specialized: USETMAXREG dealloc (producer) and alloc (consumers)
+  TmaLoads,            // warp-specialized: the producer loads with UTMALDG
+  WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
+  WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
+  Fp8UsesQgmma,        // fp8 kernels: QGMMA
+  TwoStagePipeline,    // _ov kernels: the paper's Appendix B.2 SASS pattern
+};
+const char* check_name(CheckId id);   // "no_spills", ...
+const char* check_title(CheckId id);  // one line for people
+std::optional<CheckId> check_from_name(const std::string& name);
+const std::vector<CheckId>& all_checks();
+
+struct KernelTraits {
+  bool fa3_name = false;  // "fa3_<direction>_..."
+  std::string direction;  // "fwd", "bwd", ...
+  std::string dtype;      // "f16", "bf16", "e4m3", ... ("" when the name has none)
+  std::optional<int> head_dim, block_m, block_n, stages, consumer_warpgroups;
+  bool causal = false;
+  bool overlap = false;           // intra-warpgroup 2-stage GEMM-softmax pipelining (paper 3.2)
+  bool pingpong = false;          // inter-warpgroup pingpong scheduling (paper 3.1)
+  bool matrix_kernel = false;     // attention forward/backward: built on wgmma
+  bool warp_specialized = false;  // producer warpgroup + setmaxnreg
+  bool fp8 = false;
+  std::vector<std::string> unknown_tokens;
+  std::vector<std::string> notes;  // where a trait came from when not from the name
+};
+
+KernelTraits traits_from_name(const std::string& kernel_name);
+std::vector<CheckId> checks_for(const KernelTraits& traits);
+// "bf16 d128 m128 n128 s2 w2, causal, overlap" (or "not an fa3 kernel name").
+std::string describe(const KernelTraits& traits);
+
+// The pipelining flags a tuning table gives a kernel in its entries' "config" objects.
+struct TableFlags {
+  std::optional<bool> overlap, pingpong;
+};
+// Reads {"entries": [{"kernel": NAME, "config": {"overlap": b, "pingpong": b, ...}}, ...]};
+// other keys are ignored (the runtime validates the schema, not this tool). On failure
+// returns nullopt and sets error to a sentence.
+std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const std::string& path,
+                                                                         std::string& error);
+void apply_table_flags(KernelTraits& traits, const TableFlags& flags);
+
+}  // namespace fa3::sass
