@@ -1,0 +1,352 @@
+#include "options.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+#include <sstream>
+
+namespace fa3bench {
+
+const char* dtype_label(DType d) { return d == DType::F16 ? "fp16" : "bf16"; }
+
+namespace {
+
+constexpr int64_t kMaxDimension = int64_t{1} << 31;  // cuBLAS and grid sizes are 32-bit
+
+// Thrown by the value parsers, caught by parse_options: one sentence, exit status 2.
+struct ArgumentError {
+  std::string sentence;
+};
+
+[[noreturn]] void fail(const std::string& sentence) { throw ArgumentError{"fa3-bench: " + sentence}; }
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<std::string> split_list(const std::string& value) {
+  std::vector<std::string> items;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  if (!value.empty() && value.back() == ',') items.push_back("");
+  return items;
+}
+
+template <typename T>
+std::vector<T> without_duplicates(const std::vector<T>& items) {
+  std::vector<T> unique;
+  for (const T& x : items)
+    if (std::find(unique.begin(), unique.end(), x) == unique.end()) unique.push_back(x);
+  return unique;
+}
+
+// Decimal digits only, optionally followed by 'k' (x1024) when allow_k; nullopt otherwise or
+// on overflow past kMaxDimension.
+std::optional<int64_t> parse_count(const std::string& text, bool allow_k) {
+  std::string digits = text;
+  int64_t multiplier = 1;
+  if (allow_k && !digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) {
+    digits.pop_back();
+    multiplier = 1024;
+  }
+  if (digits.empty() || digits.size() > 12) return std::nullopt;
+  int64_t value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  value *= multiplier;
+  if (value >= kMaxDimension) return std::nullopt;
+  return value;
+}
+
+int64_t positive(const std::string& option, const std::string& value, bool allow_k = false) {
+  const std::optional<int64_t> n = parse_count(value, allow_k);
+  if (!n || *n < 1)
+    fail(option + " must be a positive integer" + (allow_k ? " (or Nk = N*1024)" : "") +
+         ", got '" + value + "'.");
+  return *n;
+}
+
+int non_negative(const std::string& option, const std::string& value) {
+  const std::optional<int64_t> n = parse_count(value, false);
+  if (!n) fail(option + " must be a non-negative integer, got '" + value + "'.");
+  return static_cast<int>(*n);
+}
+
+DType parse_dtype(const std::string& value) {
+  const std::string v = lowercase(value);
+  if (v == "fp16" || v == "f16" || v == "half" || v == "float16") return DType::F16;
+  if (v == "bf16" || v == "bfloat16") return DType::BF16;
+  fail("--dtype must be a list of fp16 (also f16, half) and bf16, got '" + value + "'.");
+}
+
+int parse_head_dim(const std::string& value) {
+  const std::optional<int64_t> n = parse_count(value, false);
+  if (!n || (*n != 64 && *n != 128 && *n != 256))
+    fail("--hdim must be a list of 64, 128 and 256 (the head dims fa3 supports), got '" + value +
+         "'.");
+  return static_cast<int>(*n);
+}
+
+bool parse_causal(const std::string& value) {
+  const std::string v = lowercase(value);
+  if (v == "0" || v == "false") return false;
+  if (v == "1" || v == "true") return true;
+  fail("--causal must be 0, 1 or the list 0,1, got '" + value + "'.");
+}
+
+template <typename T>
+std::vector<T> parse_list(const std::string& option, const std::string& value,
+                          const std::function<T(const std::string&)>& parse_item) {
+  if (value.empty()) fail(option + " needs at least one value.");
+  std::vector<T> items;
+  for (const std::string& item : split_list(value)) items.push_back(parse_item(item));
+  return without_duplicates(items);
+}
+
+void parse_direction(const std::string& value) {
+  const std::string v = lowercase(value);
+  if (v == "fwd" || v == "forward") return;
+  if (v == "bwd" || v == "backward")
+    fail("--direction " + value + " is not available yet: fa3 has only the forward pass (fwd).");
+  fail("--direction must be fwd (the only direction fa3 has so far), got '" + value + "'.");
+}
+
+struct OptionSpec {
+  const char* name;
+  const char* value_name;  // nullptr for a flag
+  const char* help;
+  std::function<void(Options&, const std::string&)> apply;
+};
+
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"--dtype", "LIST", "input dtypes: fp16 (also f16, half), bf16. Default: bf16.",
+       [](Options& o, const std::string& v) {
+         o.dtypes = parse_list<DType>("--dtype", v, parse_dtype);
+       }},
+      {"--hdim", "LIST", "head dims: 64, 128, 256. Default: 64,128,256.",
+       [](Options& o, const std::string& v) {
+         o.head_dims = parse_list<int>("--hdim", v, parse_head_dim);
+       }},
+      {"--causal", "LIST", "0 (full), 1 (causal, bottom-right aligned when seqlen_q != seqlen_k). "
+                           "Default: 0,1.",
+       [](Options& o, const std::string& v) {
+         o.causal = parse_list<bool>("--causal", v, parse_causal);
+       }},
+      {"--seqlen", "LIST", "sequence lengths (N or Nk = N*1024) with seqlen_q = seqlen_k. Default: "
+                           "the paper's grid 512,1k,2k,4k,8k,16k.",
+       [](Options& o, const std::string& v) {
+         o.seqlens = parse_list<int64_t>("--seqlen", v, [](const std::string& item) {
+           return positive("--seqlen", item, true);
+         });
+       }},
+      {"--batch", "N", "batch size. Default: the paper's 16384/seqlen_q (at least 1).",
+       [](Options& o, const std::string& v) { o.batch = positive("--batch", v); }},
+      {"--heads", "N", "query heads. Default: the paper's 2048/head_dim.",
+       [](Options& o, const std::string& v) { o.heads = positive("--heads", v); }},
+      {"--kv-heads", "N", "key/value heads (GQA/MQA); must divide the query heads. Default: = heads.",
+       [](Options& o, const std::string& v) { o.kv_heads = positive("--kv-heads", v); }},
+      {"--seqlen-q", "N", "query length of one shape (replaces --seqlen). Default: = --seqlen-k.",
+       [](Options& o, const std::string& v) { o.seqlen_q = positive("--seqlen-q", v, true); }},
+      {"--seqlen-k", "N", "key/value length of one shape (replaces --seqlen). Default: = --seqlen-q.",
+       [](Options& o, const std::string& v) { o.seqlen_k = positive("--seqlen-k", v, true); }},
+      {"--direction", "DIR", "fwd, the only direction so far (bwd will come with the backward "
+                             "pass). Default: fwd.",
+       [](Options&, const std::string& v) { parse_direction(v); }},
+      {"--warmup", "N", "untimed launches before the timed ones. Default: 10.",
+       [](Options& o, const std::string& v) { o.warmup = non_negative("--warmup", v); }},
+      {"--iters", "N", "timed launches; the table shows their median, p10 and p90. Default: 30.",
+       [](Options& o, const std::string& v) {
+         o.iters = static_cast<int>(positive("--iters", v));
+       }},
+      {"--config", "NAME", "time this compiled kernel (fa3_forward_with_kernel) instead of the "
+                           "tuning table's pick; problems it does not fit are skipped. "
+                           "--list-configs shows the names.",
+       [](Options& o, const std::string& v) {
+         if (v.empty()) fail("--config needs a kernel name (see fa3-bench --list-configs).");
+         o.config = v;
+       }},
+      {"--all-configs", nullptr, "time every compiled kernel that fits each problem, one row each.",
+       [](Options& o, const std::string&) { o.all_configs = true; }},
+      {"--ablation", nullptr, "the paper's Table 2: batch 4, seqlen 8448, 16 heads, d128, "
+                              "non-causal, fp16, over every compiled kernel, with a variant "
+                              "column (warp specialization, pipelining, pingpong).",
+       [](Options& o, const std::string&) { o.ablation = true; }},
+      {"--check", nullptr, "verify each output (O and LSE) against a float64 host reference on "
+                           "sampled rows before timing it; rule: error <= 2 x plain "
+                           "same-precision attention's error + 1e-5.",
+       [](Options& o, const std::string&) { o.check = true; }},
+      {"--no-baseline", nullptr, "skip the standard-attention baseline (cuBLAS GEMM, softmax, "
+                                 "GEMM with S and P in device memory).",
+       [](Options& o, const std::string&) { o.baseline = false; }},
+      {"--csv", "FILE", "also write every row (every column of the table) to FILE as CSV.",
+       [](Options& o, const std::string& v) {
+         if (v.empty()) fail("--csv needs a file name.");
+         o.csv_path = v;
+       }},
+      {"--json", "FILE", "also write the header and every row to FILE as JSON.",
+       [](Options& o, const std::string& v) {
+         if (v.empty()) fail("--json needs a file name.");
+         o.json_path = v;
+       }},
+      {"--device", "N", "CUDA device ordinal. Default: 0.",
+       [](Options& o, const std::string& v) { o.device = non_negative("--device", v); }},
+      {"--table", "FILE", "tuning table JSON passed to fa3_create. Default: the built-in table.",
+       [](Options& o, const std::string& v) {
+         if (v.empty()) fail("--table needs a file name.");
+         o.table_path = v;
+       }},
+      {"--list-configs", nullptr, "print the kernels compiled into fa3 and exit (no GPU needed).",
+       [](Options& o, const std::string&) { o.list_configs = true; }},
+      {"--help", nullptr, "print this help and exit (also -h).", [](Options&, const std::string&) {}},
+  };
+  return specs;
+}
+
+const OptionSpec* find_spec(const std::string& name) {
+  for (const OptionSpec& s : option_specs())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+bool given(const Options& o, const char* name) { return o.given.count(name) != 0; }
+
+// Rules between options, checked after every option is read.
+void check_combinations(const Options& o) {
+  const bool one_shape = given(o, "--seqlen-q") || given(o, "--seqlen-k");
+  if (one_shape && given(o, "--seqlen"))
+    fail("--seqlen cannot be combined with --seqlen-q/--seqlen-k; use one or the other.");
+  if (!o.config.empty() && o.all_configs)
+    fail("--config and --all-configs exclude each other: one kernel or all of them.");
+  if (o.ablation) {
+    for (const char* name : {"--dtype", "--hdim", "--causal", "--seqlen", "--batch", "--heads",
+                             "--kv-heads", "--seqlen-q", "--seqlen-k", "--config", "--all-configs"})
+      if (given(o, name))
+        fail(std::string("--ablation runs the fixed shape of the paper's Table 2 over every "
+                         "kernel and cannot be combined with ") + name + ".");
+  }
+  if (o.kv_heads) {
+    if (o.heads) {
+      if (*o.heads % *o.kv_heads != 0)
+        fail("--kv-heads " + std::to_string(*o.kv_heads) + " must divide --heads " +
+             std::to_string(*o.heads) + ".");
+    } else {
+      for (int d : o.head_dims)
+        if ((2048 / d) % *o.kv_heads != 0)
+          fail("--kv-heads " + std::to_string(*o.kv_heads) + " must divide the number of heads (" +
+               std::to_string(2048 / d) + " = 2048/" + std::to_string(d) + " for --hdim " +
+               std::to_string(d) + "); pass --heads too.");
+    }
+  }
+}
+
+constexpr size_t kHelpIndent = 22, kHelpWidth = 92;
+
+// Wraps an option's help at word boundaries to kHelpWidth columns, continuation lines
+// indented to the help column.
+std::string wrapped(const std::string& text) {
+  std::istringstream words(text);
+  std::string out, word;
+  size_t column = kHelpIndent;
+  while (words >> word) {
+    if (column > kHelpIndent && column + 1 + word.size() > kHelpWidth) {
+      out += "\n" + std::string(kHelpIndent, ' ');
+      column = kHelpIndent;
+    } else if (column > kHelpIndent) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> option_names() {
+  std::vector<std::string> names;
+  for (const OptionSpec& s : option_specs()) names.push_back(s.name);
+  return names;
+}
+
+std::string help_text() {
+  std::ostringstream out;
+  out << "Usage: fa3-bench [options]\n"
+         "\n"
+         "Times fa3's forward attention on the GPU (CUDA events, median of --iters launches\n"
+         "after --warmup, inputs rotated over enough buffer sets to exceed 3x the L2 cache)\n"
+         "next to the standard attention baseline, and prints one row per problem.\n"
+         "Default: the paper's grid (Section 4.1): seqlen 512..16k, batch = 16384/seqlen,\n"
+         "heads = 2048/head_dim, over --dtype x --hdim x --causal.\n"
+         "TFLOPS = 4*batch*heads*seqlen_q*seqlen_k*head_dim / time, halved for causal\n"
+         "(causal with seqlen_q != seqlen_k counts the unmasked (i,j) pairs exactly).\n"
+         "Lists are comma-separated (--hdim 64,128). Options take their value as the next\n"
+         "argument or after '=' (--iters=50).\n"
+         "\n"
+         "Options:\n";
+  for (const OptionSpec& s : option_specs()) {
+    std::string left = std::string("  ") + s.name + (s.value_name ? std::string(" ") + s.value_name : "");
+    if (left.size() < kHelpIndent) left.resize(kHelpIndent, ' ');
+    else left += "\n" + std::string(kHelpIndent, ' ');
+    out << left << wrapped(s.help) << "\n";
+  }
+  out << "\n"
+         "Exit status: 0 every problem ran (and passed --check); 1 a problem failed or its\n"
+         "check failed, or no driver / no Hopper GPU; 2 an argument error.\n"
+         "Columns and method: docs/bench.md.\n";
+  return out.str();
+}
+
+ParseResult parse_options(int argc, const char* const* argv) {
+  ParseResult result;
+  Options& o = result.options;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "-h") arg = "--help";
+      std::optional<std::string> inline_value;
+      const size_t eq = arg.find('=');
+      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+        inline_value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+      }
+      const OptionSpec* spec = find_spec(arg);
+      if (!spec) fail("unknown option '" + std::string(argv[i]) + "' (see fa3-bench --help).");
+      if (arg == "--help") {
+        result.exit_now = true;
+        result.message = help_text();
+        return result;
+      }
+      std::string value;
+      if (spec->value_name) {
+        if (inline_value) value = *inline_value;
+        else if (i + 1 < argc) value = argv[++i];
+        else fail(arg + " needs a value (" + spec->value_name + ").");
+      } else if (inline_value) {
+        fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
+      }
+      spec->apply(o, value);
+      o.given.insert(arg);
+    }
+    if (o.seqlen_q && !o.seqlen_k) o.seqlen_k = o.seqlen_q;
+    if (o.seqlen_k && !o.seqlen_q) o.seqlen_q = o.seqlen_k;
+    check_combinations(o);
+  } catch (const ArgumentError& e) {
+    result.status = 2;
+    result.exit_now = true;
+    result.message = e.sentence;
+  }
+  return result;
+}
+
+std::string config_name_error(const std::string& name, const std::vector<std::string>& compiled) {
+  if (std::find(compiled.begin(), compiled.end(), name) != compiled.end()) return "";
+  return "fa3-bench: --config " + name + " is not a kernel compiled into this fa3 (" +
+         std::to_string(compiled.size()) + " are; fa3-bench --list-configs prints them).";
+}
+
+}  // namespace fa3bench

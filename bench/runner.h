@@ -1,0 +1,97 @@
+// Runs one problem on the GPU: uploads its inputs into rotating buffer sets, picks the
+// kernel(s), checks and times fa3, then the standard-attention baseline, and returns the
+// table rows. Every failure becomes a row's note; a fatal one (the CUDA context may be
+// dead) is handed back so the sweep stops.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "check.h"
+#include "cuda_util.h"
+#include "device.h"
+#include "fa3/fa3.h"
+#include "inputs.h"
+#include "report.h"
+#include "standard_attention.h"
+#include "timing.h"
+
+namespace fa3bench {
+
+enum class KernelSelection {
+  Table,       // fa3_forward: the tuning table's pick (fa3_forward_select names it)
+  Config,      // --config: one named kernel; problems it does not fit are skipped
+  AllFitting,  // --all-configs / --ablation: every compiled kernel that fits
+};
+
+struct RunnerSettings {
+  int warmup = 10;
+  bool check = false;
+  bool baseline = true;
+  bool variant_column = false;
+  KernelSelection selection = KernelSelection::Table;
+  std::string config;                  // KernelSelection::Config
+  std::vector<std::string> compiled;   // KernelSelection::AllFitting
+};
+
+// Tells the user what the runner is doing now ("timing fa3_fwd_...").
+using Progress = std::function<void(const std::string& stage)>;
+
+// Device pointers of the input sets of one problem: set s holds Q, K, V (identical
+// contents in every set) and its own O.
+struct InputSets {
+  DeviceBuffer arena;
+  size_t q_bytes = 0, kv_bytes = 0;
+  size_t q_offset = 0, k_offset = 0, v_offset = 0, o_offset = 0, set_bytes = 0;
+  int count = 0;
+  AttentionBuffers set(int s) const;
+};
+
+class Runner {
+ public:
+  // `timer` holds one event pair per timed launch; `cublas` may be null (no baseline).
+  Runner(fa3_handle* fa3, cudaStream_t stream, const DeviceInfo& device, LaunchTimer& timer,
+         Cublas* cublas, RunnerSettings settings);
+
+  // The rows of problem p: one per kernel that ran. Kernels that do not fit are left out
+  // under KernelSelection::Config/AllFitting (so the result may be empty for Config).
+  // *fatal is set (and the rows so far returned) when the sweep must stop.
+  std::vector<ResultRow> run(const Problem& p, const Progress& progress, Outcome* fatal);
+
+  // Why the last kernel left out as not fitting did not fit (fa3_last_error()), "" if none.
+  const std::string& last_unfitting_reason() const { return last_unfitting_reason_; }
+
+ private:
+  struct KernelChoice {
+    std::string name;
+    bool forced = false;  // fa3_forward_with_kernel instead of fa3_forward
+  };
+
+  Outcome prepare_inputs(const Problem& p, InputSets* in);
+  Reference reference_for(const Problem& p);
+  Outcome choose_kernels(const Problem& p, const InputSets& in, std::vector<KernelChoice>* kernels);
+  Outcome launch_fa3(const Problem& p, const AttentionBuffers& x, const KernelChoice& k, float* lse);
+  Outcome measure_fa3(const Problem& p, const InputSets& in, const KernelChoice& k,
+                      const Reference* ref, float* lse, ResultRow* row);
+  BaselineResult measure_baseline(const Problem& p, const InputSets& in, const Reference* ref,
+                                  Outcome* fatal);
+  // Poisons set 0's O (and lse) with NaN, runs `launch` on set 0, copies the output back and
+  // compares it with the reference.
+  Outcome check_output(const Problem& p, const InputSets& in, const Reference& ref,
+                       const std::function<Outcome()>& launch, float* lse, CheckResult* result);
+  ResultRow empty_row(const Problem& p) const;
+
+  fa3_handle* fa3_;
+  cudaStream_t stream_;
+  const DeviceInfo& device_;
+  LaunchTimer& timer_;
+  Cublas* cublas_;
+  RunnerSettings settings_;
+  HostInputPool pool_;
+  std::string last_unfitting_reason_;
+};
+
+}  // namespace fa3bench

@@ -1,0 +1,39 @@
+// Timing of asynchronous launches with CUDA events: warm-up, then one start/stop event pair
+// around each timed launch, recorded into preallocated arrays, and a single synchronization
+// after the last one, so the host never waits inside the timed region.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <functional>
+#include <vector>
+
+#include "cuda_util.h"
+#include "stats.h"
+
+namespace fa3bench {
+
+// Enqueues one launch on the stream using input buffer set `set`; no synchronization.
+using Launch = std::function<Outcome(int set)>;
+
+class LaunchTimer {
+ public:
+  LaunchTimer() = default;
+  ~LaunchTimer();
+  LaunchTimer(const LaunchTimer&) = delete;
+  LaunchTimer& operator=(const LaunchTimer&) = delete;
+
+  Outcome create(int iters);  // iters event pairs, reused by every measurement
+  int iters() const { return static_cast<int>(start_.size()); }
+
+  // launch(set) `warmup` times untimed, then iters() times between event pairs; launch
+  // number c uses set c % sets, so consecutive launches read different buffers.
+  Outcome measure(cudaStream_t stream, int warmup, int sets, const Launch& launch,
+                  TimingStats* stats);
+
+ private:
+  void destroy();
+  std::vector<cudaEvent_t> start_, stop_;
+};
+
+}  // namespace fa3bench

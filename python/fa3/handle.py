@@ -1,0 +1,118 @@
+"""fa3 handles: one per (device, tuning table), created lazily and cached per device.
+
+A handle holds the loaded kernels of one device and its tuning table; creating one loads
+modules into a CUDA context, so the binding keeps one per device for the process and
+destroys them at exit. The C library documents handles as safe to use from several
+threads at once, so the cache hands the same handle to every thread.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+import weakref
+from typing import Optional, Union
+
+from ._lib import Library, get_library, raise_for_status
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _destroy(lib: Library, pointer: int) -> None:
+    # Errors are ignored: this runs from close(), a finalizer or at interpreter exit, where
+    # the CUDA driver may already be shutting down and nobody could act on the error.
+    lib.fa3_destroy(pointer)
+
+
+class Handle:
+    """An fa3_handle for one CUDA device (an ordinal as the driver counts them, which is
+    what PyTorch's device index is) and one tuning table.
+
+    Most code never needs this class: fa3.forward() uses a cached handle per device. Use it
+    to run with your own tuning table, or to check that a device can be used at all.
+    ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
+    device, otherwise the device's primary context (the one PyTorch uses).
+
+    Raises Fa3Error (e.g. FA3_ERR_NO_DRIVER, FA3_ERR_ARCH, FA3_ERR_TUNING_TABLE).
+    """
+
+    def __init__(self, device: int = 0, tuning_table: Optional[PathLike] = None) -> None:
+        lib = get_library()
+        pointer = ctypes.c_void_p()
+        table = None if tuning_table is None else os.fsencode(tuning_table)
+        raise_for_status(lib, lib.fa3_create(ctypes.byref(pointer), int(device), table),
+                         "fa3_create")
+        self.device = int(device)
+        self.tuning_table = None if tuning_table is None else os.fspath(tuning_table)
+        self._lib = lib
+        self._pointer: Optional[int] = pointer.value
+        # Destroys the handle if it is garbage-collected (or still alive at exit) without
+        # close(); close() runs the same finalizer, so it is destroyed exactly once.
+        self._finalizer = weakref.finalize(self, _destroy, lib, pointer.value)
+
+    @property
+    def _as_parameter_(self) -> int:
+        """Lets a Handle be passed directly as the fa3_handle* argument of a ctypes call."""
+        if self._pointer is None:
+            raise ValueError("this fa3 Handle has been closed")
+        return self._pointer
+
+    @property
+    def closed(self) -> bool:
+        return self._pointer is None
+
+    def close(self) -> None:
+        """fa3_destroy now; idempotent. Work already launched must have finished."""
+        self._pointer = None
+        self._finalizer()
+
+    def __enter__(self) -> "Handle":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        table = f", tuning_table={self.tuning_table!r}" if self.tuning_table else ""
+        return f"fa3.Handle(device={self.device}{table}) [{state}]"
+
+
+_handles: dict[int, Handle] = {}
+_handles_lock = threading.Lock()
+_atexit_registered = False
+
+
+def handle_for_device(device: int) -> Handle:
+    """The process-wide handle of a device (built-in tuning table), created on first use.
+
+    The caller makes the device's primary context current first (PyTorch's
+    ``torch.cuda.device``), so the handle's modules load into the context PyTorch uses.
+    """
+    global _atexit_registered
+    handle = _handles.get(device)
+    if handle is not None:
+        return handle
+    with _handles_lock:
+        handle = _handles.get(device)
+        if handle is None:
+            handle = Handle(device)
+            _handles[device] = handle
+            if not _atexit_registered:
+                # Registered after torch was imported and initialized CUDA, so it runs before
+                # torch's own exit hooks (atexit is last-in, first-out).
+                atexit.register(close_cached_handles)
+                _atexit_registered = True
+    return handle
+
+
+def close_cached_handles() -> None:
+    """Destroys every cached per-device handle (runs at exit; safe to call any time no
+    fa3 work is in flight - the next call creates fresh handles)."""
+    with _handles_lock:
+        handles = list(_handles.values())
+        _handles.clear()
+    for handle in handles:
+        handle.close()

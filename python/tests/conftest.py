@@ -1,0 +1,99 @@
+"""Shared test setup: makes ``import fa3`` work from the source tree, decides what can run
+here (library, PyTorch, CUDA, Hopper) with a reason when something cannot, gives each test
+its own seed, and prints the numerical-error report at the end of the run.
+
+libfa3.so comes from $FA3_LIBRARY (tools/run_python_tests.sh sets it to build/libfa3.so) or
+from the package's own search (which also finds the source tree's build/libfa3.so).
+"""
+
+from __future__ import annotations
+
+import sys
+import zlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+TESTS_DIR = Path(__file__).resolve().parent
+PYTHON_DIR = TESTS_DIR.parent
+REPO_DIR = PYTHON_DIR.parent
+# python/ for the fa3 package, python/tests for attention_reference (also under
+# --import-mode=importlib, which does not put test directories on sys.path).
+for directory in (PYTHON_DIR, TESTS_DIR):
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+
+import fa3  # noqa: E402  (needs the path above)
+
+HOPPER_CAPABILITY = (9, 0)
+
+# One row per numerical comparison, printed by pytest_terminal_summary.
+ERROR_REPORT: list[dict[str, Any]] = []
+
+
+@pytest.fixture(scope="session")
+def library() -> str:
+    """The path of the loaded libfa3; skips the test when there is none."""
+    try:
+        return fa3.library_path()
+    except fa3.LibraryNotFoundError as error:
+        pytest.skip(f"libfa3.so not found: {error}")
+
+
+@pytest.fixture(scope="session")
+def torch_module() -> Any:
+    """PyTorch, or a skip saying it is not installed."""
+    return pytest.importorskip("torch", reason="PyTorch is not installed")
+
+
+@pytest.fixture(scope="session")
+def hopper(library: str, torch_module: Any) -> Any:
+    """The CUDA device the GPU tests run on: a Hopper GPU with libfa3 kernels, else skip."""
+    torch = torch_module
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no CUDA device (no GPU or no driver)")
+    device = torch.device("cuda", torch.cuda.current_device())
+    capability = torch.cuda.get_device_capability(device)
+    if capability != HOPPER_CAPABILITY:
+        pytest.skip(f"needs a Hopper GPU (compute capability 9.0); "
+                    f"{torch.cuda.get_device_name(device)} is {capability[0]}.{capability[1]}")
+    if not fa3.kernels():
+        pytest.skip(f"{library} has no compiled kernels (built with FWD_KERNELS=)")
+    return device
+
+
+@pytest.fixture
+def seed(request: pytest.FixtureRequest) -> int:
+    """A seed of its own for every test (stable across runs: the test id's CRC32)."""
+    return zlib.crc32(request.node.nodeid.encode("utf-8"))
+
+
+@pytest.fixture
+def seeded(hopper: Any, torch_module: Any, seed: int) -> Any:
+    """The Hopper device, with PyTorch's generators seeded for this test."""
+    torch_module.manual_seed(seed)
+    return hopper
+
+
+@pytest.fixture
+def error_report(request: pytest.FixtureRequest) -> Any:
+    """record(**columns) adds a row for this test to the end-of-run error report."""
+
+    def record(**columns: Any) -> None:
+        ERROR_REPORT.append({"test": request.node.name, **columns})
+
+    return record
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if not ERROR_REPORT:
+        return
+    terminalreporter.section("fa3 numerical error (max |difference|)")
+    terminalreporter.write_line(
+        f"{'test':<58} {'fa3-ref64':>10} {'sdpa_dt-ref64':>13} {'bound':>10} "
+        f"{'fa3-sdpa32':>10} {'lse-ref64':>10}")
+    for row in ERROR_REPORT:
+        terminalreporter.write_line(
+            f"{row['test'][:58]:<58} {row['err']:>10.3e} {row['sdpa_err']:>13.3e} "
+            f"{row['bound']:>10.3e} {row['err_vs_sdpa_fp32']:>10.3e} {row['lse_err']:>10.3e}")

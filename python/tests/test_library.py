@@ -1,0 +1,277 @@
+"""Tests that run everywhere: no PyTorch, no GPU, no driver needed (only libfa3.so for most).
+
+They cover finding and loading the library, the ctypes mirror of the C header, the kernel
+list, tuning-table validation, and Fa3Error carrying the library's sentence.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+import fa3
+from fa3 import _lib
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+
+HEADER = REPO_DIR / "include" / "fa3" / "fa3.h"
+BUILT_IN_TABLE = REPO_DIR / "src" / "runtime" / "tuning_table.json"
+KERNEL_NAME = re.compile(r"^fa3_fwd_(f16|bf16)_d\d+_m\d+_n\d+_s\d+_w\d+(_causal)?$")
+
+
+# ---- finding the library --------------------------------------------------------------
+
+
+def test_library_loads_from_a_file_that_exists(library: str) -> None:
+    assert Path(library).is_file(), library
+    assert fa3.library_path() == library
+
+
+def test_fa3_library_variable_pointing_nowhere_names_it(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "libfa3.so"
+    with pytest.raises(fa3.LibraryNotFoundError, match="FA3_LIBRARY") as raised:
+        _lib.load_library({"FA3_LIBRARY": str(missing)})
+    assert str(missing) in str(raised.value)
+
+
+def test_fa3_library_variable_pointing_at_a_non_library_says_why(tmp_path: Path) -> None:
+    not_a_library = tmp_path / "libfa3.so"
+    not_a_library.write_text("not an ELF file")
+    with pytest.raises(fa3.LibraryNotFoundError) as raised:
+        _lib.load_library({"FA3_LIBRARY": str(not_a_library)})
+    assert str(not_a_library) in str(raised.value)
+
+
+def test_fa3_library_variable_takes_precedence() -> None:
+    assert _lib.library_candidates({"FA3_LIBRARY": "/x/libfa3.so"}) == ["/x/libfa3.so"]
+
+
+def test_default_search_looks_next_to_the_package_then_in_build() -> None:
+    candidates = _lib.library_candidates({})
+    package_dir = Path(fa3.__file__).resolve().parent
+    assert candidates[0] == str(package_dir / "libfa3.so")
+    assert candidates[1] == str(package_dir.parent.parent / "build" / "libfa3.so")
+    assert "libfa3.so" in candidates[2:]
+
+
+def test_import_does_not_need_torch() -> None:
+    # fa3 must import where PyTorch is absent; it may only import torch inside calls.
+    source = Path(fa3.__file__).resolve().parent
+    for module in source.glob("*.py"):
+        top_level_imports = [line for line in module.read_text().splitlines()
+                             if re.match(r"^(import|from)\s+torch\b", line)]
+        assert not top_level_imports, f"{module.name} imports torch at module level"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
+                    reason="PyTorch is installed here")
+def test_forward_without_torch_says_torch_is_needed() -> None:
+    with pytest.raises(ImportError, match="torch"):
+        fa3.forward(None, None, None)  # type: ignore[arg-type]
+
+
+# ---- the ctypes mirror of include/fa3/fa3.h ---------------------------------------------
+
+
+def _header_text() -> str:
+    if not HEADER.is_file():
+        pytest.skip(f"{HEADER} not found (package used outside the source tree)")
+    return re.sub(r"/\*.*?\*/", "", HEADER.read_text(), flags=re.S)
+
+
+def _enum_members(header: str, enum_name: str) -> list[str]:
+    body = re.search(r"typedef enum\s*\{([^}]*)\}\s*" + enum_name + r"\s*;", header)
+    assert body, f"{enum_name} not found in {HEADER}"
+    members = [m.split("=")[0].strip() for m in body.group(1).split(",")]
+    return [m for m in members if m]
+
+
+def _struct_fields(header: str, struct_name: str) -> list[str]:
+    body = re.search(r"typedef struct\s*\{([^}]*)\}\s*" + struct_name + r"\s*;", header)
+    assert body, f"{struct_name} not found in {HEADER}"
+    fields = []
+    for declaration in body.group(1).split(";"):
+        declaration = declaration.strip()
+        if not declaration:
+            continue
+        # "int64_t batch, seqlen, heads" -> batch, seqlen, heads; "void* data" -> data
+        first, *others = declaration.split(",")
+        fields.append(re.findall(r"\w+", first)[-1])
+        fields += [name.strip() for name in others]
+    return fields
+
+
+def test_status_enum_matches_the_header() -> None:
+    members = _enum_members(_header_text(), "fa3_status")
+    assert [s.name for s in fa3.Status] == members
+    assert [int(s) for s in fa3.Status] == list(range(len(members)))
+
+
+def test_dtype_enum_matches_the_header() -> None:
+    members = _enum_members(_header_text(), "fa3_dtype")
+    assert [d.name for d in fa3.DType] == members
+    assert [int(d) for d in fa3.DType] == list(range(len(members)))
+
+
+def test_tensor_struct_matches_the_header() -> None:
+    fields = _struct_fields(_header_text(), "fa3_tensor")
+    assert [name for name, _ in fa3.Fa3Tensor._fields_] == fields
+    # void* + enum (+4 padding) + 7 int64
+    assert ctypes.sizeof(fa3.Fa3Tensor) == 72
+
+
+def test_params_struct_matches_the_header() -> None:
+    fields = _struct_fields(_header_text(), "fa3_params")
+    assert [name for name, _ in fa3.Fa3Params._fields_] == fields
+    assert ctypes.sizeof(fa3.Fa3Params) == 8
+
+
+def test_every_header_function_is_declared() -> None:
+    declared = re.findall(r"\b(fa3_\w+)\s*\(", _header_text())
+    assert set(declared) <= set(_lib._SIGNATURES), set(declared) - set(_lib._SIGNATURES)
+
+
+def test_every_function_is_exported_by_the_library(library: str) -> None:
+    assert fa3._lib.get_library().missing == [], f"{library} lacks these functions"
+
+
+# ---- kernels --------------------------------------------------------------------------
+
+
+def test_kernels_lists_names_that_encode_their_config(library: str) -> None:
+    names = fa3.kernels()
+    assert isinstance(names, list)
+    assert len(names) == len(set(names)), "a kernel is listed twice"
+    for name in names:
+        assert KERNEL_NAME.match(name), name
+
+
+def test_kernel_cubin_is_an_elf_file(library: str) -> None:
+    names = fa3.kernels()
+    if not names:
+        pytest.skip(f"{library} has no compiled kernels")
+    assert fa3.kernel_cubin(names[0])[:4] == b"\x7fELF"
+
+
+def test_kernel_cubin_of_an_unknown_kernel_raises(library: str) -> None:
+    with pytest.raises(fa3.Fa3Error) as raised:
+        fa3.kernel_cubin("fa3_fwd_bf16_d128_m128_n128_s2_w2_not_a_kernel")
+    assert raised.value.detail
+
+
+# ---- tuning tables --------------------------------------------------------------------
+
+
+def _good_table(library: str) -> dict[str, Any]:
+    """The source tree's built-in table, when this library has the kernels it names."""
+    if not BUILT_IN_TABLE.is_file():
+        pytest.skip(f"{BUILT_IN_TABLE} not found")
+    if not fa3.kernels():
+        pytest.skip(f"{library} has no compiled kernels, so no table can name one")
+    return json.loads(BUILT_IN_TABLE.read_text())
+
+
+def _first_kernel_field(node: Any) -> Optional[dict[str, Any]]:
+    """The first JSON object with a "kernel" string (an entry), searched depth-first."""
+    if isinstance(node, dict):
+        if isinstance(node.get("kernel"), str):
+            return node
+        children = list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = _first_kernel_field(child)
+        if found is not None:
+            return found
+    return None
+
+
+def _expect_table_error(path: Path) -> fa3.Fa3Error:
+    with pytest.raises(fa3.Fa3Error) as raised:
+        fa3.validate_tuning_table(path)
+    error = raised.value
+    assert error.status == fa3.Status.FA3_ERR_TUNING_TABLE, str(error)
+    assert error.status_name == "FA3_ERR_TUNING_TABLE"
+    assert path.name in error.detail, f"the sentence should name the file: {error.detail}"
+    return error
+
+
+def test_the_built_in_table_validates(library: str, tmp_path: Path) -> None:
+    table = _good_table(library)
+    copy = tmp_path / "good table.json"  # a space: the path must reach C unchanged
+    copy.write_text(json.dumps(table))
+    assert fa3.validate_tuning_table(copy) is None
+    assert fa3.validate_tuning_table(str(copy)) is None
+
+
+def test_a_file_that_is_not_json_is_rejected(library: str, tmp_path: Path) -> None:
+    bad = tmp_path / "not_json.json"
+    bad.write_text('{"version": 1, "entries": [')
+    _expect_table_error(bad)
+
+
+def test_a_missing_file_is_rejected(library: str, tmp_path: Path) -> None:
+    _expect_table_error(tmp_path / "missing.json")
+
+
+def test_an_unknown_top_level_key_is_rejected(library: str, tmp_path: Path) -> None:
+    table = _good_table(library)
+    table["bogus_key"] = 1
+    bad = tmp_path / "unknown_key.json"
+    bad.write_text(json.dumps(table))
+    _expect_table_error(bad)
+
+
+def test_a_kernel_not_compiled_in_is_rejected(library: str, tmp_path: Path) -> None:
+    table = _good_table(library)
+    entry = _first_kernel_field(table)
+    if entry is None:
+        pytest.skip("the built-in table has no \"kernel\" field to change")
+    entry["kernel"] = "fa3_fwd_bf16_d128_m128_n128_s2_w2_nonexistent"
+    bad = tmp_path / "unknown_kernel.json"
+    bad.write_text(json.dumps(table))
+    error = _expect_table_error(bad)
+    assert "nonexistent" in error.detail
+
+
+# ---- errors ---------------------------------------------------------------------------
+
+
+def _driver_present() -> bool:
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(_driver_present(), reason="a CUDA driver is present on this machine")
+def test_creating_a_handle_without_a_driver_raises_no_driver(library: str) -> None:
+    if not fa3.kernels():
+        pytest.skip(f"{library} has no kernels, so fa3_create rejects its built-in tuning "
+                    f"table before it looks for a driver")
+    with pytest.raises(fa3.Fa3Error) as raised:
+        fa3.Handle(0)
+    error = raised.value
+    assert isinstance(error, RuntimeError)
+    assert error.status == fa3.Status.FA3_ERR_NO_DRIVER
+    assert error.status_name == "FA3_ERR_NO_DRIVER"
+    assert error.function == "fa3_create"
+    assert error.detail, "fa3_last_error() should explain the failure"
+    assert "FA3_ERR_NO_DRIVER" in str(error) and error.detail in str(error)
+
+
+def test_fa3_error_message_carries_status_and_sentence() -> None:
+    error = fa3.Fa3Error(fa3.Status.FA3_ERR_UNSUPPORTED, "FA3_ERR_UNSUPPORTED",
+                         "q.head_dim is 96; head_dim must be 64, 128 or 256", "fa3_forward")
+    assert isinstance(error, RuntimeError)
+    assert str(error) == ("fa3_forward: FA3_ERR_UNSUPPORTED: "
+                          "q.head_dim is 96; head_dim must be 64, 128 or 256")
