@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
-#   tools/gpu-check.sh [STEP...]      steps: info layers tests bench sass sanitize python compare
+#   tools/gpu-check.sh [STEP...]
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -34,16 +35,23 @@ for step in "${steps[@]}"; do
     bench)
       run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
     sass)
-      mkdir -p "$OUT/sass"
-      for f in build/cubin/*.cubin; do cuobjdump -sass "$f" > "$OUT/sass/$(basename "$f" .cubin).sass" 2>&1; done
-      tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass"
-      summary+=("sass: dumped $(ls build/cubin/*.cubin | wc -l) cubins") ;;
+      # The report (text, JSON, SVG of the mainloops) and every kernel's SASS as fixtures.
+      run_step sass 120 build/fa3-sass --lib build/libfa3.so --svg "$OUT/mainloops.svg" \
+        --dump-sass "$OUT/sass"
+      build/fa3-sass --lib build/libfa3.so --json > "$OUT/sass.json" 2>&1
+      tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass" ;;
     sanitize)
       run_step sanitize 500 tools/sanitize.sh build/fa3_tests ;;
     python)
       run_step python 300 tools/run_python_tests.sh ;;
     compare)
-      run_step compare 550 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+      run_step compare 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+    compare-quick)
+      run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+    grid)
+      run_step grid 400 build/fa3-bench --csv "$OUT/grid.csv" ;;
+    ablation)
+      run_step ablation 120 build/fa3-bench --ablation --check ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
