@@ -2,7 +2,7 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -50,6 +50,11 @@ for step in "${steps[@]}"; do
       run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
     grid)
       run_step grid 400 build/fa3-bench --csv "$OUT/grid.csv" ;;
+    make)
+      # The README's commands, literally (the carried build/ is up to date: nothing compiles).
+      run_step make-test 500 make test
+      run_step make-bench 120 make bench
+      run_step make-sass-check 120 make sass-check ;;
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
     *) echo "unknown step $step"; exit 2 ;;
