@@ -11,8 +11,9 @@
 CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
 CXX       ?= g++
-BUILD     ?= build
 DEBUG     ?= 0
+# Debug kernels go to their own build directory: they must never be mistaken for release ones.
+BUILD     ?= $(if $(filter 1,$(DEBUG)),build-debug,build)
 export CXX NVCC
 
 include src/kernels/kernels.mk
@@ -20,8 +21,13 @@ include src/kernels/kernels.mk
 # ---- kernels: one cubin per config, sm_90a ----------------------------------------------
 NVCC_FLAGS := -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -lineinfo \
               -Xptxas -v,--warn-on-spills -Iinclude -Isrc -I.
+# Debug kernels print and trap on a hung mbarrier wait; the printf serializes their wgmma
+# and gives them a stack frame, so their ptxas report is shown, not enforced.
 ifeq ($(DEBUG),1)
 NVCC_FLAGS += -DFA3_DEBUG_HANG=1
+PTXAS_CHECK := tools/check_ptxas.sh --report-only
+else
+PTXAS_CHECK := tools/check_ptxas.sh
 endif
 KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h)
 
@@ -42,7 +48,7 @@ $(BUILD)/cubin/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/
 	@echo "nvcc   $(notdir $@)"
 	@$(NVCC) $(NVCC_FLAGS) $(call fwd_defs,fa3_fwd_$*) -o $@ $< > $@.log 2>&1 \
 	  || { cat $@.log; rm -f $@; exit 1; }
-	@tools/check_ptxas.sh $@.log || { rm -f $@; exit 1; }
+	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 
 # ---- host side ----------------------------------------------------------------------------
 CXXFLAGS ?= -O2

@@ -7,14 +7,22 @@ NVCC=${NVCC:-nvcc}
 
 have_header() { echo "#include <$1>" | "$CXX" -std=c++17 -E -x c++ - >/dev/null 2>&1; }
 
+# pytest runs the Python binding's tests (tools/run_python_tests.sh looks in python3 and in
+# Debian's /usr/bin/python3, where python3-pytest installs).
+have_pytest() {
+  python3 -c "import pytest" >/dev/null 2>&1 ||
+    { [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import pytest" >/dev/null 2>&1; }
+}
+
 missing=()
 have_header catch2/catch.hpp || missing+=(catch2)
 have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
+have_pytest || missing+=(python3-pytest)
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "make deps: installing ${missing[*]} (Debian packages)"
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "make deps: ${missing[*]} missing and there is no apt-get here; install the headers catch2/catch.hpp (Catch2 2.13) and nlohmann/json.hpp by hand." >&2
+    echo "make deps: ${missing[*]} missing and there is no apt-get here; install Catch2 2.13 (catch2/catch.hpp), nlohmann/json.hpp and pytest by hand." >&2
     exit 1
   fi
   if [ "$(id -u)" = 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo -n"; else

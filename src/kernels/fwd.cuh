@@ -125,11 +125,13 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   tile::PipelineState<Tr::kStages> st;
   for (int it = 0; it < w.n_blocks; ++it) {
     const int n_block = w.n_blocks - 1 - it;
-    const uint32_t k_full = sm.k_pipe.producer_acquire(st, Tr::KVTile::kBytes);
+    sm.k_pipe.producer_acquire(st);
+    const uint32_t k_full = sm.k_pipe.producer_commit(st, Tr::KVTile::kBytes);
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       ptx::tma_load_4d(sm.k_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_k, k_full,
                        c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
-    const uint32_t v_full = sm.v_pipe.producer_acquire(st, Tr::KVTile::kBytes);
+    sm.v_pipe.producer_acquire(st);
+    const uint32_t v_full = sm.v_pipe.producer_commit(st, Tr::KVTile::kBytes);
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       ptx::tma_load_4d(sm.v_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_v, v_full,
                        c * 64, n_block * Tr::kBlockN, kv_head, w.batch);

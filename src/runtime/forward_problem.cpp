@@ -1,10 +1,10 @@
 #include "runtime/forward_problem.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <string>
-#include <vector>
 
 namespace fa3 {
 
@@ -39,10 +39,11 @@ struct Dim {
   const char* stride_name;
 };
 
-std::vector<Dim> outer_dims(const fa3_tensor& t) {
-  return {{"batch", t.batch, t.stride_batch, "stride_batch"},
+// No heap allocation on the success path: fa3_forward runs these checks on every call.
+std::array<Dim, 3> outer_dims(const fa3_tensor& t) {
+  return {{{"batch", t.batch, t.stride_batch, "stride_batch"},
           {"seqlen", t.seqlen, t.stride_seq, "stride_seq"},
-          {"heads", t.heads, t.stride_head, "stride_head"}};
+          {"heads", t.heads, t.stride_head, "stride_head"}}};
 }
 
 // Byte range [first, last] the tensor's elements occupy.
@@ -98,13 +99,16 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
 // parallel. Sorting the dimensions of size > 1 by stride, each stride must reach past the
 // whole extent of the dimensions inside it.
 Error check_no_self_overlap(const fa3_tensor& t, const char* name) {
-  std::vector<Dim> dims;
-  for (const Dim& d : outer_dims(t))
-    if (d.size > 1) dims.push_back(d);
-  std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) { return a.stride < b.stride; });
+  std::array<Dim, 3> dims = outer_dims(t);
+  // Dimensions of size 1 never step: sort them out of the way (stride "infinite").
+  std::sort(dims.begin(), dims.end(), [](const Dim& a, const Dim& b) {
+    if ((a.size > 1) != (b.size > 1)) return a.size > 1;
+    return a.stride < b.stride;
+  });
   Int128 extent = t.head_dim;  // elements covered by the dimensions inside the current one
   const char* inner = "head_dim";
   for (const Dim& d : dims) {
+    if (d.size == 1) break;
     if (static_cast<Int128>(d.stride) < extent)
       return invalid(std::string(name) + "->" + d.stride_name + " (" + num(d.stride) +
                      ") is smaller than the extent of " + name + "'s " + inner +

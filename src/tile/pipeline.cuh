@@ -60,12 +60,16 @@ struct TmaPipeline {
     }
   }
 
-  // Producer (one thread): waits until the consumers released the stage (fresh barriers pass
-  // at once: the producer starts on the opposite phase), then announces `bytes` of TMA loads.
-  // Returns the full barrier the loads must complete on.
-  __device__ __forceinline__ uint32_t producer_acquire(const PipelineState<Stages>& st,
-                                                       uint32_t bytes) const {
+  // Producer (one thread): waits until the consumers released the stage. Fresh barriers
+  // pass at once: the producer waits on the phase before the consumers' first one.
+  __device__ __forceinline__ void producer_acquire(const PipelineState<Stages>& st) const {
     mbarrier_wait(empty(st.index), st.phase ^ 1);
+  }
+
+  // Producer (one thread): announces the `bytes` of TMA loads the stage will receive; the
+  // stage is full once they have landed. Returns the barrier the loads complete on.
+  __device__ __forceinline__ uint32_t producer_commit(const PipelineState<Stages>& st,
+                                                      uint32_t bytes) const {
     ptx::mbarrier_arrive_expect_tx(full(st.index), bytes);
     return full(st.index);
   }
