@@ -106,6 +106,12 @@ const FixtureCase kFixtures[] = {
     {"fp8_without_qgmma.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "fp8_qgmma=fail"},
+    // Real dumps of our kernels, taken on an H200 (how: the header lines of each file).
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs},
+    {"real/fa3_fwd_f16_d256_m128_n64_s2_w2_causal.sass", "fa3_fwd_f16_d256_m128_n64_s2_w2_causal",
+     kAllPassWs},
+    {"real/fa3_fwd_bf16_d64_m128_n128_s2_w2_causal.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2_causal",
+     kAllPassWs},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -590,4 +596,25 @@ TEST_CASE("fa3-sass: disassembler discovery and running it", "[cpu][sass]") {
   const std::string written = tmp.write("k.cubin", "abc", 3);
   CHECK(read_file(written) == "abc");
   fs::remove_all(dir);
+}
+
+TEST_CASE("fa3-sass: the real Algorithm-1 mainloop of the d128 kernel", "[cpu][sass]") {
+  // Paper Algorithm 1 as ptxas laid it out: S = QK^T as one group of 8 SS HGMMAs (K = 128 in
+  // k16 steps), waited for; the softmax; O += PV as one group of 8 RS HGMMAs, waited for.
+  const FixtureCase c{"real/fa3_fwd_bf16_d128_m128_n128_s2_w2.sass",
+                      "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs};
+  const std::vector<SassFunction> functions = fixture_functions(c);
+  const std::optional<Mainloop> loop = find_mainloop(functions[0]);
+  REQUIRE(loop);
+  REQUIRE(loop->groups.size() == 2);
+  CHECK(loop->groups[0].kind_summary() == "8 x HGMMA.64x128x16 SS");
+  CHECK(loop->groups[1].kind_summary() == "8 x HGMMA.64x128x16 RS");
+  CHECK_FALSE(loop->groups[0].interleaved());
+  CHECK_FALSE(loop->groups[1].interleaved());
+  REQUIRE(loop->waits.size() == 2);
+  CHECK(loop->waits[0].pending == 0);
+  CHECK(loop->waits[1].pending == 0);
+  REQUIRE(loop->softmax_start);
+  CHECK(*loop->softmax_start > loop->groups[0].last);
+  CHECK(*loop->softmax_start < loop->groups[1].first);
 }
