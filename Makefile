@@ -31,7 +31,7 @@ PTXAS_CHECK := tools/check_ptxas.sh
 endif
 KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h)
 
-# fa3_fwd_bf16_d128_m128_n128_s2_w2_causal -> -D definitions of its FwdConfig.
+# fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_causal -> -D definitions of its FwdConfig.
 fwd_words = $(subst _, ,$(1))
 fwd_num   = $(patsubst $(2)%,%,$(word $(3),$(call fwd_words,$(1))))
 fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
@@ -39,7 +39,9 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_HEAD_DIM=$(call fwd_num,$(1),d,4) -DFA3_BLOCK_M=$(call fwd_num,$(1),m,5) \
             -DFA3_BLOCK_N=$(call fwd_num,$(1),n,6) -DFA3_STAGES=$(call fwd_num,$(1),s,7) \
             -DFA3_CONSUMER_WARPGROUPS=$(call fwd_num,$(1),w,8) \
-            -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false)
+            -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false) \
+            -DFA3_OVERLAP=$(if $(filter ov,$(call fwd_words,$(1))),true,false) \
+            -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false)
 
 CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
 

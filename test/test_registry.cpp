@@ -11,6 +11,8 @@
 TEST_CASE("forward kernel names parse into their configs and back", "[cpu][registry]") {
   const auto c = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
   REQUIRE(c);
+  CHECK_FALSE(c->overlap);
+  CHECK_FALSE(c->pingpong);
   CHECK(c->dtype == fa3::DType::BF16);
   CHECK(c->head_dim == 128);
   CHECK(c->block_m == 128);
@@ -20,7 +22,19 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(c->causal);
   CHECK(fa3::fwd_kernel_name(*c) == "fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
 
-  for (const char* bad : {"fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
+  const auto pp = fa3::parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_causal");
+  REQUIRE(pp);
+  CHECK(pp->overlap);
+  CHECK(pp->pingpong);
+  CHECK(pp->causal);
+  CHECK(pp->consumer_warpgroups == 3);
+  CHECK(fa3::fwd_kernel_name(*pp) == "fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_causal");
+
+  for (const char* bad : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_pp",         // pingpong needs overlap
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_pp_ov",      // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal_ov",  // flag order
+                          "fa3_fwd_bf16_d256_m128_n96_s2_w2",             // shared memory
+"fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16
                           "fa3_fwd_bf16_d256_m128_n256_s4_w2",      // shared memory
@@ -35,10 +49,12 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
 TEST_CASE("the library holds exactly the kernels listed in kernels.mk", "[cpu][registry]") {
   std::ifstream mk("src/kernels/kernels.mk");
   REQUIRE(mk.good());  // tests run from the repository root
+  // FWD_KERNELS = every FWD_TILES entry, for f16 and bf16.
   std::set<std::string> listed;
   std::string word;
   while (mk >> word)
-    if (word.rfind("fa3_fwd_", 0) == 0) listed.insert(word);
+    if (word.rfind("d", 0) == 0 && word.find("_m") != std::string::npos)
+      for (const char* dtype : {"f16", "bf16"}) listed.insert(std::string("fa3_fwd_") + dtype + "_" + word);
   std::set<std::string> compiled;
   for (int i = 0; i < fa3_kernel_count(); ++i) {
     const std::string name = fa3_kernel_name(i);

@@ -326,11 +326,11 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
                                "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with stages 2");
   }
   SECTION("unknown config key") {
-    e8["config"] = {{"pingpong", true}};
+    e8["config"] = {{"persistent", true}};
     CHECK(error_of(doc) == kPrefix +
-                               "entries[8].config has unknown key \"pingpong\" (allowed: block_m, "
+                               "entries[8].config has unknown key \"persistent\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, causal)");
+                               "consumer_regs, overlap, pingpong, causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -491,8 +491,9 @@ TEST_CASE("the built-in table is valid against the kernels of kernels.mk", "[cpu
 }
 
 TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
-  const FwdConfig c = parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n96_s3_w3_causal").value();
+  const FwdConfig c = parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n96_s3_w3_ov_pp_causal").value();
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
-        "\"producer_regs\":32,\"consumer_regs\":160,\"causal\":true}");
+        "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"pingpong\":true,"
+        "\"causal\":true}");
 }

@@ -2,7 +2,7 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -55,6 +55,12 @@ for step in "${steps[@]}"; do
       run_step make-test 500 make test
       run_step make-bench 120 make bench
       run_step make-sass-check 120 make sass-check ;;
+    configs)
+      # Every compiled kernel on the paper-grid shapes of 2k and 8k: the tuning table's input.
+      run_step configs 400 build/fa3-bench --all-configs --no-baseline --seqlen 2k,8k \
+        --csv "$OUT/configs.csv" ;;
+    forward)
+      run_step forward 400 build/fa3_tests '[forward]' ;;
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
     *) echo "unknown step $step"; exit 2 ;;

@@ -1,4 +1,5 @@
-// FlashAttention-3 forward, warp-specialized (paper Algorithm 1).
+// FlashAttention-3 forward, warp-specialized (paper Algorithm 1), optionally with
+// intra-warpgroup GEMM-softmax pipelining (Algorithm 2) and pingpong scheduling (Section 3.1).
 //
 // One CTA computes O_i for a block of block_m query rows of one (batch, head):
 //   warpgroup 0       producer: one thread issues TMA loads of Q_i once and of K_j, V_j into
@@ -30,6 +31,7 @@ namespace fa3 {
 // Named barrier ids of the forward kernel (0 is __syncthreads).
 enum FwdBarrier : uint32_t {
   kBarrierEpilogueBase = 1,  // + consumer warpgroup index: its O tile is in shared memory
+  kBarrierTurnBase = 4,      // + consumer warpgroup index: its turn to issue GEMMs (pingpong)
 };
 
 // Compile-time view of one FwdConfig (C::value), with the types its code needs.
@@ -45,6 +47,8 @@ struct FwdTraits {
   static constexpr int kStages = kCfg.stages;
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
+  static constexpr bool kOverlap = kCfg.overlap;
+  static constexpr bool kPingpong = kCfg.pingpong;
   static constexpr int kThreads = kCfg.threads();
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -153,8 +157,158 @@ __device__ __forceinline__ void apply_mask(float (&s)[Tr::kBlockN / 2], const Fw
   }
 }
 
-// Paper Algorithm 1, lines 11-25, for consumer warpgroup `wg` (query rows [64 wg, 64 wg + 64)
-// of the block).
+// Pingpong (paper Section 3.1): consumer warpgroups take turns at issuing their GEMMs, in
+// round-robin order, through one named barrier per warpgroup. A turn ends as soon as the
+// GEMMs are issued, so the next warpgroup's GEMMs queue behind them on the tensor cores while
+// this warpgroup does its softmax. Without pingpong every call is a no-op.
+template <class Tr>
+struct TurnScheduler {
+  int wg;
+  static constexpr uint32_t kThreads = 2 * 128;  // the waiting warpgroup + the one handing over
+
+  __device__ __forceinline__ explicit TurnScheduler(int consumer_wg) : wg(consumer_wg) {
+    // Warpgroup 0 goes first: its predecessor (the last one) hands it the first turn.
+    if (Tr::kPingpong && wg == Tr::kConsumers - 1)
+      ptx::named_barrier_arrive(kBarrierTurnBase + 0, kThreads);
+  }
+  __device__ __forceinline__ void begin() const {
+    if (Tr::kPingpong) ptx::named_barrier_sync(kBarrierTurnBase + wg, kThreads);
+  }
+  __device__ __forceinline__ void end() const {
+    if (Tr::kPingpong)
+      ptx::named_barrier_arrive(kBarrierTurnBase + (wg + 1) % Tr::kConsumers, kThreads);
+  }
+};
+
+// The mainloop state of one consumer warpgroup (query rows [64 wg, 64 wg + 64) of the block).
+template <class Tr>
+struct ConsumerMainloop {
+  const FwdParams& p;
+  const FwdSmem<Tr>& sm;
+  int thread_in_wg, lane, first_row;
+  uint32_t q_rows;  // this warpgroup's rows of the Q tile
+  tile::OnlineSoftmax softmax;
+
+  // S = Q_i K_j^T for the key block in K stage `st` (one committed wgmma group, not waited).
+  __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
+                                           const tile::PipelineState<Tr::kStages>& st) const {
+    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::KVTile>(
+        s, q_rows, 0, sm.k_stage(st.index));
+  }
+  // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
+  __device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2],
+                                           uint32_t (&p_frag)[Tr::kBlockN / 16][4],
+                                           const tile::PipelineState<Tr::kStages>& st) const {
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile>(o, p_frag,
+                                                                   sm.v_stage(st.index));
+  }
+  // Lines 18-19: masks the scores of key block n_block where it straddles the diagonal or
+  // seqlen_k, turns them into P~ in place, and returns the factor O must be rescaled by.
+  __device__ __forceinline__ void softmax_block(float (&s)[Tr::kBlockN / 2], int n_block,
+                                                float (&rescale)[2]) {
+    const int first_key = n_block * Tr::kBlockN;
+    const bool needs_mask = first_key + Tr::kBlockN > p.seqlen_k ||
+                            (Tr::kCausal && first_key + Tr::kBlockN - 1 >
+                                                first_row + p.seqlen_k - p.seqlen_q);
+    if (needs_mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, first_key);
+    softmax.update(s, p.scale_log2, rescale);
+  }
+  __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kHeadDim / 2],
+                                                   const float (&rescale)[2]) {
+#pragma unroll
+    for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
+  }
+  // One lane per warp hands a stage back, once the warp's wgmma reading it has completed.
+  __device__ __forceinline__ void release_k(const tile::PipelineState<Tr::kStages>& st) const {
+    if (lane == 0) sm.k_pipe.consumer_release(st);
+  }
+  __device__ __forceinline__ void release_v(const tile::PipelineState<Tr::kStages>& st) const {
+    if (lane == 0) sm.v_pipe.consumer_release(st);
+  }
+
+  // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
+  __device__ __forceinline__ void run_sequential(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                                 const TurnScheduler<Tr>& turns) {
+    tile::PipelineState<Tr::kStages> st;
+    for (int it = 0; it < n_blocks; ++it) {
+      const int n_block = n_blocks - 1 - it;
+      float s[Tr::kBlockN / 2];
+      sm.k_pipe.consumer_wait(st);  // line 16
+      turns.begin();
+      issue_qk(s, st);  // line 17
+      turns.end();
+      ptx::wgmma_wait_group<0>();
+      tile::pin_registers(s);
+      release_k(st);
+      float rescale[2];
+      softmax_block(s, n_block, rescale);  // lines 18-19
+      rescale_o(o, rescale);
+      uint32_t p_frag[Tr::kBlockN / 16][4];
+      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+      sm.v_pipe.consumer_wait(st);  // line 20
+      issue_pv(o, p_frag, st);      // line 21
+      ptx::wgmma_wait_group<0>();
+      tile::pin_registers(o);
+      release_v(st);  // line 22
+      st.advance();
+    }
+  }
+
+  // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
+  // block j-1 (S_next and P_cur live in registers side by side), and the softmax of block j
+  // runs while the PV GEMM is still in flight.
+  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                                const TurnScheduler<Tr>& turns) {
+    tile::PipelineState<Tr::kStages> k_st;  // stage of the block whose QK^T is issued next
+    float s[Tr::kBlockN / 2];
+    uint32_t p_frag[Tr::kBlockN / 16][4];
+    float rescale[2];
+
+    // Lines 3-6: S_cur = Q K_0^T, waited for; m, P_cur, l. (O is still 0: nothing to rescale.)
+    sm.k_pipe.consumer_wait(k_st);
+    turns.begin();
+    issue_qk(s, k_st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(s);
+    release_k(k_st);
+    softmax_block(s, n_blocks - 1, rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+    tile::PipelineState<Tr::kStages> v_st = k_st;  // stage of the block P_cur belongs to
+    k_st.advance();
+
+    for (int it = 1; it < n_blocks; ++it) {  // line 7
+      sm.k_pipe.consumer_wait(k_st);         // line 8
+      sm.v_pipe.consumer_wait(v_st);         // line 10
+      turns.begin();
+      issue_qk(s, k_st);          // line 9: S_next, not waited for
+      issue_pv(o, p_frag, v_st);  // line 11: O += P_cur V_{j-1}, not waited for
+      turns.end();
+      ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
+      tile::pin_registers(s);
+      release_k(k_st);
+      softmax_block(s, n_blocks - 1 - it, rescale);  // line 13, under the PV GEMM
+      ptx::wgmma_wait_group<0>();                    // line 14
+      tile::pin_registers(o);
+      release_v(v_st);  // line 15
+      rescale_o(o, rescale);
+      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);  // line 16
+      v_st = k_st;
+      k_st.advance();
+    }
+
+    // Lines 18-19: the last PV.
+    sm.v_pipe.consumer_wait(v_st);
+    turns.begin();
+    issue_pv(o, p_frag, v_st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(v_st);
+  }
+};
+
+// Paper Algorithm 1, lines 11-25 (Algorithm 2 with overlap), for consumer warpgroup `wg`.
 template <class Tr>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm,
                                              const FwdWork<Tr>& w, int wg) {
@@ -162,53 +316,23 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
   const int lane = thread_in_wg % 32;
   const int first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
   const uint32_t q_rows = sm.q + wg * Tr::kRowsPerWarpgroup * 128;  // this warpgroup's Q rows
+  const TurnScheduler<Tr> turns(wg);
 
   // Line 13.
   float o[Tr::kHeadDim / 2];
   tile::fill(o, 0.0f);
-  tile::OnlineSoftmax softmax;
-  softmax.init();
+  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, lane, first_row, q_rows, {}};
+  loop.softmax.init();
 
-  if (w.n_blocks > 0) tile::mbarrier_wait(sm.q_full, 0);  // line 14
-  tile::PipelineState<Tr::kStages> st;
-  for (int it = 0; it < w.n_blocks; ++it) {
-    const int n_block = w.n_blocks - 1 - it;
-    const int first_key = n_block * Tr::kBlockN;
-
-    // Lines 16-17: S = Q_i K_j^T, then hand the K stage back to the producer.
-    float s[Tr::kBlockN / 2];
-    sm.k_pipe.consumer_wait(st);
-    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::KVTile>(
-        s, q_rows, 0, sm.k_stage(st.index));
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(s);
-    if (lane == 0) sm.k_pipe.consumer_release(st);
-
-    // Lines 18-19, with the mask for the blocks that straddle the diagonal or seqlen_k.
-    const bool needs_mask = first_key + Tr::kBlockN > p.seqlen_k ||
-                            (Tr::kCausal && first_key + Tr::kBlockN - 1 >
-                                                first_row + p.seqlen_k - p.seqlen_q);
-    if (needs_mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, first_key);
-    float rescale[2];
-    softmax.update(s, p.scale_log2, rescale);
-#pragma unroll
-    for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
-    uint32_t p_frag[Tr::kBlockN / 16][4];
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
-
-    // Lines 20-22: O += P~ V_j, then release the V stage.
-    sm.v_pipe.consumer_wait(st);
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile>(o, p_frag,
-                                                                   sm.v_stage(st.index));
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(o);
-    if (lane == 0) sm.v_pipe.consumer_release(st);
-    st.advance();
+  if (w.n_blocks > 0) {
+    tile::mbarrier_wait(sm.q_full, 0);  // line 14
+    if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
+    else loop.run_sequential(o, w.n_blocks, turns);
   }
 
   // Line 24: O_i = diag(l)^-1 O_i, L_i = m_i + log(l_i).
   float inv_sum[2], lse[2];
-  softmax.finalize(inv_sum, lse);
+  loop.softmax.finalize(inv_sum, lse);
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
 

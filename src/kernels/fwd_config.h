@@ -17,6 +17,12 @@ struct FwdConfig {
   int stages = 2;               // depth of the K/V circular shared-memory buffer
   int consumer_warpgroups = 2;  // one producer warpgroup + this many consumers
   bool causal = false;
+  // Intra-warpgroup 2-stage GEMM-softmax pipelining (paper Algorithm 2): QK^T of block j and
+  // PV of block j-1 are in flight while the softmax of block j runs.
+  bool overlap = false;
+  // Pingpong scheduling (paper Section 3.1, Fig. 1): named barriers give the consumer
+  // warpgroups turns at issuing their GEMMs, so one's softmax runs under another's GEMMs.
+  bool pingpong = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -51,13 +57,15 @@ struct FwdSmemLayout {
 };
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
+// Pingpong orders whole GEMM pairs of the pipelined loop, so it needs overlap.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
          c.block_m == 64 * c.consumer_warpgroups &&
          c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
-         c.stages >= 1 && c.stages <= 4 &&
-         FwdSmemLayout::of(c).total_bytes <= 227u * 1024u;
+         c.stages >= 1 && c.stages <= 4 && (!c.pingpong || c.overlap) &&
+         // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
+         FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;
 }
 
 }  // namespace fa3

@@ -1,16 +1,18 @@
 # The kernels compiled into libfa3, by name. A name is the whole config of its kernel
 # (grammar in src/runtime/kernel_registry.h); the Makefile derives compile definitions
 # from it. Add a config here to build it; the tuning table decides when it runs.
-FWD_KERNELS := \
-  fa3_fwd_f16_d64_m128_n128_s2_w2 \
-  fa3_fwd_f16_d64_m128_n128_s2_w2_causal \
-  fa3_fwd_f16_d128_m128_n128_s2_w2 \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_causal \
-  fa3_fwd_f16_d256_m128_n64_s2_w2 \
-  fa3_fwd_f16_d256_m128_n64_s2_w2_causal \
-  fa3_fwd_bf16_d64_m128_n128_s2_w2 \
-  fa3_fwd_bf16_d64_m128_n128_s2_w2_causal \
-  fa3_fwd_bf16_d128_m128_n128_s2_w2 \
-  fa3_fwd_bf16_d128_m128_n128_s2_w2_causal \
-  fa3_fwd_bf16_d256_m128_n64_s2_w2 \
-  fa3_fwd_bf16_d256_m128_n64_s2_w2_causal
+#   _ov  intra-warpgroup GEMM-softmax pipelining (paper Algorithm 2)
+#   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
+FWD_TILES := \
+  d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
+  d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
+  d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
+  d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
+  d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
+  d128_m128_n128_s2_w2_ov_pp d128_m128_n128_s2_w2_ov_pp_causal \
+  d128_m128_n176_s2_w2_ov_pp d128_m128_n176_s2_w2_ov_pp_causal \
+  d256_m128_n64_s2_w2 d256_m128_n64_s2_w2_causal \
+  d256_m128_n64_s2_w2_ov_pp d256_m128_n64_s2_w2_ov_pp_causal \
+  d256_m128_n80_s2_w2_ov_pp d256_m128_n80_s2_w2_ov_pp_causal
+
+FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -457,6 +457,8 @@ Json fwd_config_json(const FwdConfig& c) {
               {"consumer_warpgroups", c.consumer_warpgroups},
               {"producer_regs", c.producer_regs()},
               {"consumer_regs", c.consumer_regs()},
+              {"overlap", c.overlap},
+              {"pingpong", c.pingpong},
               {"causal", c.causal}};
 }
 

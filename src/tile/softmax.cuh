@@ -36,25 +36,30 @@ struct OnlineSoftmax {
   // P~ is 0 and its factor is 0 (O and l are still 0 then).
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
-    float block_max[2] = {-INFINITY, -INFINITY};
+    // Two independent max chains per row (even / odd columns) halve the dependent latency.
+    float block_max[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
 #pragma unroll
-    for (int e = 0; e < N; ++e) block_max[AccLayout::half(e)] = fmaxf(block_max[AccLayout::half(e)], s[e]);
+    for (int e = 0; e < N; ++e)
+      block_max[AccLayout::half(e)][e % 2] = fmaxf(block_max[AccLayout::half(e)][e % 2], s[e]);
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const float m_new = fmaxf(row_max[h], quad_max(block_max[h]) * scale_log2);
+      const float m_block = quad_max(fmaxf(block_max[h][0], block_max[h][1])) * scale_log2;
+      const float m_new = fmaxf(row_max[h], m_block);
       // exp2(-inf - (-inf)) would be NaN: a row with no key yet uses 0 as its base.
       base[h] = m_new == -INFINITY ? 0.0f : m_new;
       rescale[h] = ptx::ex2_approx(row_max[h] - base[h]);
       row_max[h] = m_new;
-      row_sum[h] *= rescale[h];
     }
+    float block_sum[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
     for (int e = 0; e < N; ++e) {
       const int h = AccLayout::half(e);
       s[e] = ptx::ex2_approx(fmaf(s[e], scale_log2, -base[h]));
-      row_sum[h] += s[e];
+      block_sum[h][e % 2] += s[e];
     }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
   }
 
   // Epilogue (Algorithm 1 line 24): per row, 1 / l (0 for a row that attended nothing) and
