@@ -202,16 +202,22 @@ struct ConsumerMainloop {
     tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile>(o, p_frag,
                                                                    sm.v_stage(st.index));
   }
-  // Lines 18-19: masks the scores of key block n_block where it straddles the diagonal or
-  // seqlen_k, turns them into P~ in place, and returns the factor O must be rescaled by.
+  // Lines 18-19: for key block n_block, masks the scores (Mask: the block straddles the causal
+  // diagonal or seqlen_k), turns them into P~ in place, and returns the factor O must be
+  // rescaled by. Unmasked blocks carry no masking code at all.
+  template <bool Mask>
   __device__ __forceinline__ void softmax_block(float (&s)[Tr::kBlockN / 2], int n_block,
                                                 float (&rescale)[2]) {
-    const int first_key = n_block * Tr::kBlockN;
-    const bool needs_mask = first_key + Tr::kBlockN > p.seqlen_k ||
-                            (Tr::kCausal && first_key + Tr::kBlockN - 1 >
-                                                first_row + p.seqlen_k - p.seqlen_q);
-    if (needs_mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, first_key);
+    if (Mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
     softmax.update(s, p.scale_log2, rescale);
+  }
+  // Blocks are visited from the last to the first, and the ones that need masking are the
+  // last ones: this many iterations at the start of the loop.
+  __device__ __forceinline__ int masked_iterations(int n_blocks) const {
+    int visible = p.seqlen_k;  // keys [0, visible) are unmasked for every row of this warpgroup
+    if (Tr::kCausal) visible = min(visible, first_row + 1 + p.seqlen_k - p.seqlen_q);
+    const int unmasked_blocks = visible > 0 ? visible / Tr::kBlockN : 0;
+    return n_blocks - min(n_blocks, unmasked_blocks);
   }
   __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kHeadDim / 2],
                                                    const float (&rescale)[2]) {
@@ -227,84 +233,104 @@ struct ConsumerMainloop {
   }
 
   // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
+  template <bool Mask>
+  __device__ __forceinline__ void sequential_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+                                                  tile::PipelineState<Tr::kStages>& st,
+                                                  const TurnScheduler<Tr>& turns) {
+    float s[Tr::kBlockN / 2];
+    sm.k_pipe.consumer_wait(st);  // line 16
+    turns.begin();
+    issue_qk(s, st);  // line 17
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(s);
+    release_k(st);
+    float rescale[2];
+    softmax_block<Mask>(s, n_block, rescale);  // lines 18-19
+    rescale_o(o, rescale);
+    uint32_t p_frag[Tr::kBlockN / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+    sm.v_pipe.consumer_wait(st);  // line 20
+    issue_pv(o, p_frag, st);      // line 21
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(st);  // line 22
+    st.advance();
+  }
   __device__ __forceinline__ void run_sequential(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                  const TurnScheduler<Tr>& turns) {
     tile::PipelineState<Tr::kStages> st;
-    for (int it = 0; it < n_blocks; ++it) {
-      const int n_block = n_blocks - 1 - it;
-      float s[Tr::kBlockN / 2];
-      sm.k_pipe.consumer_wait(st);  // line 16
-      turns.begin();
-      issue_qk(s, st);  // line 17
-      turns.end();
-      ptx::wgmma_wait_group<0>();
-      tile::pin_registers(s);
-      release_k(st);
-      float rescale[2];
-      softmax_block(s, n_block, rescale);  // lines 18-19
-      rescale_o(o, rescale);
-      uint32_t p_frag[Tr::kBlockN / 16][4];
-      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
-      sm.v_pipe.consumer_wait(st);  // line 20
-      issue_pv(o, p_frag, st);      // line 21
-      ptx::wgmma_wait_group<0>();
-      tile::pin_registers(o);
-      release_v(st);  // line 22
-      st.advance();
-    }
+    const int n_masked = masked_iterations(n_blocks);
+    int it = 0;
+    for (; it < n_masked; ++it) sequential_step<true>(o, n_blocks - 1 - it, st, turns);
+    for (; it < n_blocks; ++it) sequential_step<false>(o, n_blocks - 1 - it, st, turns);
   }
 
   // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
   // block j-1 (S_next and P_cur live in registers side by side), and the softmax of block j
   // runs while the PV GEMM is still in flight.
+  struct Pipelined {
+    float s[Tr::kBlockN / 2];                   // S_next, then P_next in fp32
+    uint32_t p_frag[Tr::kBlockN / 16][4];       // P_cur as the A operand of the PV GEMM
+    float rescale[2];                           // O's factor from the latest softmax
+    tile::PipelineState<Tr::kStages> k_st;      // stage of the block whose QK^T is issued next
+    tile::PipelineState<Tr::kStages> v_st;      // stage of the block P_cur belongs to
+  };
+
+  // Lines 8-16 for key block n_block.
+  template <bool Mask>
+  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+                                                 Pipelined& x, const TurnScheduler<Tr>& turns) {
+    sm.k_pipe.consumer_wait(x.k_st);  // line 8
+    sm.v_pipe.consumer_wait(x.v_st);  // line 10
+    turns.begin();
+    issue_qk(x.s, x.k_st);          // line 9: S_next, not waited for
+    issue_pv(o, x.p_frag, x.v_st);  // line 11: O += P_cur V_{j-1}, not waited for
+    turns.end();
+    ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
+    tile::pin_registers(x.s);
+    release_k(x.k_st);
+    softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
+    ptx::wgmma_wait_group<0>();                    // line 14
+    tile::pin_registers(o);
+    release_v(x.v_st);  // line 15
+    rescale_o(o, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);  // line 16
+    x.v_st = x.k_st;
+    x.k_st.advance();
+  }
+
   __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                 const TurnScheduler<Tr>& turns) {
-    tile::PipelineState<Tr::kStages> k_st;  // stage of the block whose QK^T is issued next
-    float s[Tr::kBlockN / 2];
-    uint32_t p_frag[Tr::kBlockN / 16][4];
-    float rescale[2];
+    Pipelined x;
+    const int n_masked = masked_iterations(n_blocks);
 
     // Lines 3-6: S_cur = Q K_0^T, waited for; m, P_cur, l. (O is still 0: nothing to rescale.)
-    sm.k_pipe.consumer_wait(k_st);
+    sm.k_pipe.consumer_wait(x.k_st);
     turns.begin();
-    issue_qk(s, k_st);
+    issue_qk(x.s, x.k_st);
     turns.end();
     ptx::wgmma_wait_group<0>();
-    tile::pin_registers(s);
-    release_k(k_st);
-    softmax_block(s, n_blocks - 1, rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
-    tile::PipelineState<Tr::kStages> v_st = k_st;  // stage of the block P_cur belongs to
-    k_st.advance();
+    tile::pin_registers(x.s);
+    release_k(x.k_st);
+    if (n_masked > 0) softmax_block<true>(x.s, n_blocks - 1, x.rescale);
+    else softmax_block<false>(x.s, n_blocks - 1, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    x.v_st = x.k_st;
+    x.k_st.advance();
 
-    for (int it = 1; it < n_blocks; ++it) {  // line 7
-      sm.k_pipe.consumer_wait(k_st);         // line 8
-      sm.v_pipe.consumer_wait(v_st);         // line 10
-      turns.begin();
-      issue_qk(s, k_st);          // line 9: S_next, not waited for
-      issue_pv(o, p_frag, v_st);  // line 11: O += P_cur V_{j-1}, not waited for
-      turns.end();
-      ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
-      tile::pin_registers(s);
-      release_k(k_st);
-      softmax_block(s, n_blocks - 1 - it, rescale);  // line 13, under the PV GEMM
-      ptx::wgmma_wait_group<0>();                    // line 14
-      tile::pin_registers(o);
-      release_v(v_st);  // line 15
-      rescale_o(o, rescale);
-      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);  // line 16
-      v_st = k_st;
-      k_st.advance();
-    }
+    int it = 1;  // line 7
+    for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
+    for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
 
     // Lines 18-19: the last PV.
-    sm.v_pipe.consumer_wait(v_st);
+    sm.v_pipe.consumer_wait(x.v_st);
     turns.begin();
-    issue_pv(o, p_frag, v_st);
+    issue_pv(o, x.p_frag, x.v_st);
     turns.end();
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(o);
-    release_v(v_st);
+    release_v(x.v_st);
   }
 };
 
