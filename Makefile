@@ -41,7 +41,8 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_CONSUMER_WARPGROUPS=$(call fwd_num,$(1),w,8) \
             -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false) \
             -DFA3_OVERLAP=$(if $(filter ov,$(call fwd_words,$(1))),true,false) \
-            -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false)
+            -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \
+            -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false)
 
 CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
 
@@ -110,12 +111,13 @@ $(BUILD)/fa3_tests: $(TEST_OBJS) $(FA3_SASS_LIB_OBJS) $(BUILD)/libfa3.a | $(BUIL
 
 include bench/bench.mk
 include tools/fa3_sass.mk
+include tools/fa3_tune.mk
 
 $(BUILD)/fa3-table: $(BUILD)/obj/tools/fa3_table.o $(BUILD)/libfa3.a
 	$(CXX) -o $@ $^ -ldl -lpthread
 
 PROGRAMS := $(BUILD)/libfa3.so $(BUILD)/libfa3.a $(BUILD)/fa3_tests $(BUILD)/fa3-bench \
-            $(BUILD)/fa3-table $(BUILD)/fa3-sass
+            $(BUILD)/fa3-table $(BUILD)/fa3-sass $(BUILD)/fa3-tune
 
 # ---- entry points ------------------------------------------------------------------------
 .PHONY: all deps test bench sanitize clean

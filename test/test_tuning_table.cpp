@@ -330,7 +330,7 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
     CHECK(error_of(doc) == kPrefix +
                                "entries[8].config has unknown key \"persistent\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, overlap, pingpong, causal)");
+                               "consumer_regs, overlap, double_p, pingpong, causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -494,6 +494,7 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
   const FwdConfig c = parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n96_s3_w3_ov_pp_causal").value();
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
-        "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"pingpong\":true,"
+        "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"double_p\":false,"
+        "\"pingpong\":true,"
         "\"causal\":true}");
 }

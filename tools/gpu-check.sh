@@ -2,7 +2,7 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -59,6 +59,10 @@ for step in "${steps[@]}"; do
       # Every compiled kernel on the paper-grid shapes of 2k and 8k: the tuning table's input.
       run_step configs 400 build/fa3-bench --all-configs --no-baseline --seqlen 2k,8k \
         --csv "$OUT/configs.csv" ;;
+    tune-quick)
+      run_step tune-quick 300 build/fa3-tune --quick --out "$OUT/tuning_table_quick.json" ;;
+    tune)
+      run_step tune 580 build/fa3-tune --out "$OUT/tuning_table.json" ;;
     forward)
       run_step forward 400 build/fa3_tests '[forward]' ;;
     ablation)

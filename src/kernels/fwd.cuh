@@ -49,6 +49,7 @@ struct FwdTraits {
   static constexpr bool kCausal = kCfg.causal;
   static constexpr bool kOverlap = kCfg.overlap;
   static constexpr bool kPingpong = kCfg.pingpong;
+  static constexpr bool kDoubleP = kCfg.double_p;
   static constexpr int kThreads = kCfg.threads();
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -332,6 +333,103 @@ struct ConsumerMainloop {
     tile::pin_registers(o);
     release_v(x.v_st);
   }
+
+  // Algorithm 2 with P in two register buffers (Config::double_p). Step j issues QK^T_j,
+  // then waits (wait_group 1) for PV_{j-2}, rescales O, issues PV_{j-1} with P_{j-1}, and
+  // runs softmax_j under it, writing P_j into the other buffer. The loop holds no
+  // wait_group 0: the only wait for a PV comes after the next QK^T is issued, a point ptxas
+  // cannot move it from, so the softmax stays under the PV GEMM.
+  using PFrag = uint32_t[Tr::kBlockN / 16][4];
+  struct DoubleP {
+    float s[Tr::kBlockN / 2];
+    PFrag p_a, p_b;
+    float rescale[2];                       // from the latest softmax, for O before its PV
+    tile::PipelineState<Tr::kStages> k_st;  // stage of the block whose QK^T is issued next
+    tile::PipelineState<Tr::kStages> v_cur; // stage of P_cur's block (PV issued this step)
+    tile::PipelineState<Tr::kStages> v_old; // stage of the block before it (its PV in flight)
+    bool pv_in_flight = false;              // whether a PV (of v_old's block) is pending
+  };
+
+  template <bool Mask>
+  __device__ __forceinline__ void double_p_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+                                                DoubleP& x, PFrag& p_cur, PFrag& p_next,
+                                                const TurnScheduler<Tr>& turns) {
+    sm.k_pipe.consumer_wait(x.k_st);
+    sm.v_pipe.consumer_wait(x.v_cur);
+    turns.begin();
+    issue_qk(x.s, x.k_st);        // QK^T_j
+    ptx::wgmma_wait_group<1>();   // the older group, PV_{j-2}, is done (if there was one)
+    tile::pin_registers(o);
+    if (x.pv_in_flight) release_v(x.v_old);
+    rescale_o(o, x.rescale);      // O_{j-2} -> relative to m_{j-1}
+    issue_pv(o, p_cur, x.v_cur);  // O += P_{j-1} V_{j-1}
+    turns.end();
+    ptx::wgmma_wait_group<1>();   // QK^T_j is done; PV_{j-1} stays in flight
+    tile::pin_registers(x.s);
+    release_k(x.k_st);
+    softmax_block<Mask>(x.s, n_block, x.rescale);  // under PV_{j-1}
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, p_next);
+    x.pv_in_flight = true;
+    x.v_old = x.v_cur;
+    x.v_cur = x.k_st;
+    x.k_st.advance();
+  }
+
+  // The last PV, with P_last in p_last.
+  __device__ __forceinline__ void double_p_finish(float (&o)[Tr::kHeadDim / 2], DoubleP& x,
+                                                  PFrag& p_last,
+                                                  const TurnScheduler<Tr>& turns) {
+    sm.v_pipe.consumer_wait(x.v_cur);
+    turns.begin();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    if (x.pv_in_flight) release_v(x.v_old);
+    rescale_o(o, x.rescale);
+    issue_pv(o, p_last, x.v_cur);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(x.v_cur);
+  }
+
+  __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                               const TurnScheduler<Tr>& turns) {
+    DoubleP x;
+    // Steps 1..n_blocks-1 follow the first block. The masked ones come first; their count
+    // is rounded up to even (masking an extra block is harmless) so that the unmasked loop
+    // always starts with P_cur in p_a and the buffers stay compile-time names.
+    const int steps = n_blocks - 1;
+    const int masked_steps = min(steps, (max(0, masked_iterations(n_blocks) - 1) + 1) & ~1);
+
+    sm.k_pipe.consumer_wait(x.k_st);
+    turns.begin();
+    issue_qk(x.s, x.k_st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(x.s);
+    release_k(x.k_st);
+    if (masked_iterations(n_blocks) > 0) softmax_block<true>(x.s, n_blocks - 1, x.rescale);
+    else softmax_block<false>(x.s, n_blocks - 1, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_a);
+    x.v_cur = x.k_st;
+    x.k_st.advance();
+
+    int it = 1;
+    for (; it + 1 <= masked_steps; it += 2) {
+      double_p_step<true>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
+      double_p_step<true>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
+    }
+    for (; it + 1 <= steps; it += 2) {
+      double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
+      double_p_step<false>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
+    }
+    if (it <= steps) {
+      double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
+      double_p_finish(o, x, x.p_b, turns);
+    } else {
+      double_p_finish(o, x, x.p_a, turns);
+    }
+  }
 };
 
 // Paper Algorithm 1, lines 11-25 (Algorithm 2 with overlap), for consumer warpgroup `wg`.
@@ -352,7 +450,8 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
 
   if (w.n_blocks > 0) {
     tile::mbarrier_wait(sm.q_full, 0);  // line 14
-    if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
+    if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
+    else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
     else loop.run_sequential(o, w.n_blocks, turns);
   }
 

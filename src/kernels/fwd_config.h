@@ -23,6 +23,10 @@ struct FwdConfig {
   // Pingpong scheduling (paper Section 3.1, Fig. 1): named barriers give the consumer
   // warpgroups turns at issuing their GEMMs, so one's softmax runs under another's GEMMs.
   bool pingpong = false;
+  // With overlap: P in two register buffers, alternating between iterations, so the loop has
+  // no wait_group 0: the PV GEMM of block j-1 is waited for only after the QK^T GEMM of block
+  // j+1 is issued (a wait ptxas cannot hoist into the softmax). Costs block_n/4 registers.
+  bool double_p = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -57,13 +61,15 @@ struct FwdSmemLayout {
 };
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
-// Pingpong orders whole GEMM pairs of the pipelined loop, so it needs overlap.
+// Pingpong orders whole GEMM pairs of the pipelined loop, and double_p is a form of that
+// loop, so both need overlap.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
          c.block_m == 64 * c.consumer_warpgroups &&
          c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
          c.stages >= 1 && c.stages <= 4 && (!c.pingpong || c.overlap) &&
+         (!c.double_p || c.overlap) &&
          // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
          FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;
 }

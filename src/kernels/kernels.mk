@@ -2,15 +2,21 @@
 # (grammar in src/runtime/kernel_registry.h); the Makefile derives compile definitions
 # from it. Add a config here to build it; the tuning table decides when it runs.
 #   _ov  intra-warpgroup GEMM-softmax pipelining (paper Algorithm 2)
+#   _p2  with overlap: P in two register buffers, no wait_group 0 in the loop (needs
+#        block_n/4 more registers: fits d64 n128 and d128 n112 (n96 causal), spills at
+#        d128 n128 and d256)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
   d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
   d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
+  d64_m128_n128_s2_w2_ov_p2_pp d64_m128_n128_s2_w2_ov_p2_pp_causal \
   d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
   d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
   d128_m128_n128_s2_w2_ov_pp d128_m128_n128_s2_w2_ov_pp_causal \
   d128_m128_n176_s2_w2_ov_pp d128_m128_n176_s2_w2_ov_pp_causal \
+  d128_m128_n112_s2_w2_ov_pp d128_m128_n112_s2_w2_ov_pp_causal \
+  d128_m128_n112_s2_w2_ov_p2_pp d128_m128_n96_s2_w2_ov_p2_pp_causal \
   d256_m128_n64_s2_w2 d256_m128_n64_s2_w2_causal \
   d256_m128_n64_s2_w2_ov_pp d256_m128_n64_s2_w2_ov_pp_causal \
   d256_m128_n80_s2_w2_ov_pp d256_m128_n80_s2_w2_ov_pp_causal

@@ -458,6 +458,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"producer_regs", c.producer_regs()},
               {"consumer_regs", c.consumer_regs()},
               {"overlap", c.overlap},
+              {"double_p", c.double_p},
               {"pingpong", c.pingpong},
               {"causal", c.causal}};
 }

@@ -1,0 +1,241 @@
+#include "tune_options.h"
+
+#include <cctype>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+
+namespace fa3tune {
+
+namespace {
+
+// Thrown by the value parsers, caught by parse_tune_options: one sentence, exit status 2.
+struct ArgumentError {
+  std::string sentence;
+};
+
+[[noreturn]] void fail(const std::string& sentence) { throw ArgumentError{"fa3-tune: " + sentence}; }
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// Decimal digits only; nullopt otherwise or past 1e9.
+std::optional<int> parse_int(const std::string& text) {
+  if (text.empty() || text.size() > 9) return std::nullopt;
+  int value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+int positive(const std::string& option, const std::string& value) {
+  const std::optional<int> n = parse_int(value);
+  if (!n || *n < 1) fail(option + " must be a positive integer, got '" + value + "'.");
+  return *n;
+}
+
+int non_negative(const std::string& option, const std::string& value) {
+  const std::optional<int> n = parse_int(value);
+  if (!n) fail(option + " must be a non-negative integer, got '" + value + "'.");
+  return *n;
+}
+
+template <typename T>
+std::vector<T> parse_list(const std::string& option, const std::string& value,
+                          const std::function<T(const std::string&)>& parse_item) {
+  if (value.empty()) fail(option + " needs at least one value.");
+  std::vector<std::string> items;
+  std::stringstream in(value);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  if (value.back() == ',') items.push_back("");
+  std::vector<T> list;
+  for (const std::string& item : items) {
+    const T x = parse_item(item);
+    bool seen = false;
+    for (const T& y : list) seen = seen || y == x;
+    if (!seen) list.push_back(x);
+  }
+  return list;
+}
+
+fa3::DType parse_dtype(const std::string& value) {
+  const std::string v = lowercase(value);
+  if (v == "f16" || v == "fp16" || v == "half" || v == "float16") return fa3::DType::F16;
+  if (v == "bf16" || v == "bfloat16") return fa3::DType::BF16;
+  fail("--dtype must be a list of f16 (also fp16, half) and bf16, got '" + value + "'.");
+}
+
+int parse_head_dim(const std::string& value) {
+  const std::optional<int> n = parse_int(value);
+  if (!n || (*n != 64 && *n != 128 && *n != 256))
+    fail("--hdim must be a list of 64, 128 and 256 (the head dims fa3 supports), got '" + value +
+         "'.");
+  return *n;
+}
+
+bool parse_causal(const std::string& value) {
+  const std::string v = lowercase(value);
+  if (v == "0" || v == "false") return false;
+  if (v == "1" || v == "true") return true;
+  fail("--causal must be 0, 1 or the list 0,1, got '" + value + "'.");
+}
+
+struct OptionSpec {
+  const char* name;
+  const char* value_name;  // nullptr for a flag
+  const char* help;
+  std::function<void(TuneOptions&, const std::string&)> apply;
+};
+
+const std::vector<OptionSpec>& option_specs() {
+  static const std::vector<OptionSpec> specs = {
+      {"--out", "FILE", "write the table to FILE (replaced only once the whole table is measured "
+                        "and valid). Default: tuning_table.json.",
+       [](TuneOptions& o, const std::string& v) {
+         if (v.empty()) fail("--out needs a file name.");
+         o.out_path = v;
+       }},
+      {"--quick", nullptr, "a short run: seqlens 1k, 4k, 16k only, 3 warm-up and 10 timed "
+                           "launches (unless --warmup/--iters say otherwise).",
+       [](TuneOptions& o, const std::string&) { o.quick = true; }},
+      {"--dtype", "LIST", "measure these dtypes: f16 (also fp16, half), bf16. Default: f16,bf16.",
+       [](TuneOptions& o, const std::string& v) {
+         o.dtypes = parse_list<fa3::DType>("--dtype", v, parse_dtype);
+       }},
+      {"--hdim", "LIST", "measure these head dims: 64, 128, 256. Default: 64,128,256.",
+       [](TuneOptions& o, const std::string& v) {
+         o.head_dims = parse_list<int>("--hdim", v, parse_head_dim);
+       }},
+      {"--causal", "LIST", "measure non-causal (0) and/or causal (1). Default: 0,1.",
+       [](TuneOptions& o, const std::string& v) {
+         o.causal = parse_list<bool>("--causal", v, parse_causal);
+       }},
+      {"--base", "FILE", "the keys not measured (see the filters) keep the entries of this "
+                         "table, e.g. an earlier fa3-tune run's, instead of the built-in "
+                         "table's. The report still compares with the built-in table.",
+       [](TuneOptions& o, const std::string& v) {
+         if (v.empty()) fail("--base needs a file name.");
+         o.base_path = v;
+       }},
+      {"--device", "N", "CUDA device ordinal. Default: 0.",
+       [](TuneOptions& o, const std::string& v) { o.device = non_negative("--device", v); }},
+      {"--warmup", "N", "untimed launches before the timed ones. Default: 10 (--quick: 3).",
+       [](TuneOptions& o, const std::string& v) { o.warmup = non_negative("--warmup", v); }},
+      {"--iters", "N", "timed launches per kernel and problem; the median decides. Default: 30 "
+                       "(--quick: 10).",
+       [](TuneOptions& o, const std::string& v) { o.iters = positive("--iters", v); }},
+      {"--help", nullptr, "print this help and exit (also -h).",
+       [](TuneOptions&, const std::string&) {}},
+  };
+  return specs;
+}
+
+constexpr size_t kHelpIndent = 18, kHelpWidth = 88;
+
+// An option's help wrapped at word boundaries, continuation lines indented to the help column.
+std::string wrapped(const std::string& text) {
+  std::istringstream words(text);
+  std::string out, word;
+  size_t column = kHelpIndent;
+  while (words >> word) {
+    if (column > kHelpIndent && column + 1 + word.size() > kHelpWidth) {
+      out += "\n" + std::string(kHelpIndent, ' ');
+      column = kHelpIndent;
+    } else if (column > kHelpIndent) {
+      out += ' ';
+      ++column;
+    }
+    out += word;
+    column += word.size();
+  }
+  return out;
+}
+
+const OptionSpec* find_spec(const std::string& name) {
+  for (const OptionSpec& s : option_specs())
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+}  // namespace
+
+std::string tune_help_text() {
+  std::ostringstream out;
+  out << "Usage: fa3-tune [options]\n"
+         "\n"
+         "Measures every compiled forward kernel on this GPU for each (dtype, head dim, causal,\n"
+         "seqlen bucket), with fa3-bench's timing method, and writes the fastest as a tuning\n"
+         "table (schema: docs/tuning_table.md). Each kernel is first checked against a float64\n"
+         "reference; a kernel that fails is reported and never picked. Problems: the paper's\n"
+         "grid, seqlen_q = seqlen_k = 512..16k, batch = 16384/seqlen, heads = 2048/head_dim.\n"
+         "The report (stdout) shows every kernel's TFLOPS per bucket, the winner and its\n"
+         "margin over the built-in table's pick. Lists are comma-separated (--hdim 64,128);\n"
+         "a value follows its option or an '=' (--iters=50).\n"
+         "\n"
+         "Options:\n";
+  for (const OptionSpec& s : option_specs()) {
+    std::string left = std::string("  ") + s.name + (s.value_name ? std::string(" ") + s.value_name : "");
+    left.resize(kHelpIndent, ' ');
+    out << left << wrapped(s.help) << "\n";
+  }
+  out << "\n"
+         "Filters (--dtype, --hdim, --causal) still write a complete table: the keys not\n"
+         "measured keep the built-in table's entries, or --base's (info.notes says which).\n"
+         "Exit status: 0 the table was written; 1 no driver / no Hopper GPU, a CUDA error, a\n"
+         "bucket where no kernel passed its check (no table written), or a kernel that failed\n"
+         "its check or did not run (the table, which never picks it, is written); 2 an\n"
+         "argument error (also --out not writable, --base not a valid table, no such --device).\n"
+         "Method and buckets: docs/fa3_tune.md.\n";
+  return out.str();
+}
+
+TuneParseResult parse_tune_options(int argc, const char* const* argv) {
+  TuneParseResult result;
+  TuneOptions& o = result.options;
+  std::set<std::string> given;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string arg = argv[i];
+      if (arg == "-h") arg = "--help";
+      std::optional<std::string> inline_value;
+      const size_t eq = arg.find('=');
+      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+        inline_value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+      }
+      const OptionSpec* spec = find_spec(arg);
+      if (!spec) fail("unknown option '" + std::string(argv[i]) + "' (see fa3-tune --help).");
+      if (arg == "--help") {
+        result.exit_now = true;
+        result.message = tune_help_text();
+        return result;
+      }
+      if (given.count(arg)) fail(arg + " is given twice; give it once.");
+      std::string value;
+      if (spec->value_name) {
+        if (inline_value) value = *inline_value;
+        else if (i + 1 < argc) value = argv[++i];
+        else fail(arg + " needs a value (" + spec->value_name + ").");
+      } else if (inline_value) {
+        fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
+      }
+      spec->apply(o, value);
+      given.insert(arg);
+    }
+    if (o.quick && !given.count("--warmup")) o.warmup = kQuickWarmup;
+    if (o.quick && !given.count("--iters")) o.iters = kQuickIters;
+  } catch (const ArgumentError& e) {
+    result.status = 2;
+    result.exit_now = true;
+    result.message = e.sentence;
+  }
+  return result;
+}
+
+}  // namespace fa3tune
