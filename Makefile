@@ -19,12 +19,13 @@ export CXX NVCC
 include src/kernels/kernels.mk
 
 # ---- kernels: one cubin per config, sm_90a ----------------------------------------------
-NVCC_FLAGS := -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -lineinfo \
+NVCC_FLAGS := -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin \
               -Xptxas -v,--warn-on-spills -Iinclude -Isrc -I.
 # Debug kernels print and trap on a hung mbarrier wait; the printf serializes their wgmma
 # and gives them a stack frame, so their ptxas report is shown, not enforced.
+# (-lineinfo, which quadruples a cubin, only there: every tool embeds every cubin.)
 ifeq ($(DEBUG),1)
-NVCC_FLAGS += -DFA3_DEBUG_HANG=1
+NVCC_FLAGS += -DFA3_DEBUG_HANG=1 -lineinfo
 PTXAS_CHECK := tools/check_ptxas.sh --report-only
 else
 PTXAS_CHECK := tools/check_ptxas.sh
