@@ -18,6 +18,7 @@
 #include "fa3/fa3.h"
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_params.h"
+#include "runtime/kernel_registry.h"
 
 namespace {
 
@@ -136,24 +137,26 @@ TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
   fa3_handle* h = create();
   Problem pr;
   REQUIRE(pr.run(h) == FA3_OK);
+  // The launch is of the kernel the tuning table picks, with that kernel's config.
   const char* kernel = nullptr;
   REQUIRE(fa3_forward_select(h, &pr.q, &pr.k, &pr.v, &pr.p, &kernel) == FA3_OK);
-  CHECK(std::string(kernel) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal");
+  const auto cfg = fa3::parse_fwd_kernel_name(kernel);
+  REQUIRE(cfg);
+  CHECK((cfg->dtype == fa3::DType::BF16 && cfg->head_dim == 128 && cfg->causal));
 
   unsigned grid = 0, block = 0, smem = 0;
   fa3::FwdParams params;
   REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-  fa3::FwdConfig cfg;  // d128 m128 n128 s2 w2
-  cfg.causal = true;
-  CHECK(grid == 8u * 8 * 3);  // ceil(1000 / 128) query blocks x heads x batch
-  CHECK(block == 384u);
-  CHECK(smem == fa3::FwdSmemLayout::of(cfg).total_bytes);
+  const unsigned m_blocks = static_cast<unsigned>((1000 + cfg->block_m - 1) / cfg->block_m);
+  CHECK(grid == m_blocks * 8 * 3);  // query blocks x heads x batch
+  CHECK(block == static_cast<unsigned>(cfg->threads()));
+  CHECK(smem == fa3::FwdSmemLayout::of(*cfg).total_bytes);
   CHECK(params.seqlen_q == 1000);
   CHECK(params.seqlen_k == 700);
   CHECK(params.heads == 8);
   CHECK(params.batch == 3);
   CHECK(params.heads_per_kv_head == 4);
-  CHECK(params.num_m_blocks == 8);
+  CHECK(params.num_m_blocks == static_cast<int>(m_blocks));
   CHECK(params.lse == pr.lse);
   CHECK(params.scale_log2 == Approx(1.0 / std::sqrt(128.0) * M_LOG2E));
   // The fake encoder wrote (address, rank, dims, byte strides, box) into each map.
@@ -162,7 +165,7 @@ TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
   CHECK(k_map[1] == 4u);
   CHECK((k_map[2] == 128u && k_map[3] == 700u && k_map[4] == 2u && k_map[5] == 3u));
   CHECK((k_map[6] == 2u * 256 && k_map[7] == 2u * 128 && k_map[8] == 2u * 700 * 256));
-  CHECK((k_map[9] == 64u && k_map[10] == 128u));  // 64 columns x block_n rows
+  CHECK((k_map[9] == 64u && k_map[10] == static_cast<unsigned>(cfg->block_n)));  // 64 x block_n
   CHECK(params.tma_q.opaque[10] == 64u);            // Q and O boxes: 64 rows per warpgroup
   CHECK(params.tma_o.opaque[0] == 0x400000000u);
   fa3_destroy(h);
@@ -225,6 +228,9 @@ TEST_CASE("fake driver: failures launch nothing and say what failed", "[cpu][run
   UseFakeDriver use;
   fa3_handle* h = create();
   Problem pr;
+  const char* picked = nullptr;
+  REQUIRE(fa3_forward_select(h, &pr.q, &pr.k, &pr.v, &pr.p, &picked) == FA3_OK);
+  const std::string kernel = picked;
 
   SECTION("a bad argument reaches no driver call") {
     pr.k.heads = pr.v.heads = 3;
@@ -242,12 +248,12 @@ TEST_CASE("fake driver: failures launch nothing and say what failed", "[cpu][run
     fake().fail("cuLaunchKernelEx", CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
     CHECK(pr.run(h) == FA3_ERR_CUDA);
     CHECK(std::string(fa3_last_error()) ==
-          "launching fa3_fwd_bf16_d128_m128_n128_s2_w2_causal (cuLaunchKernelEx) failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
+          "launching " + kernel + " (cuLaunchKernelEx) failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
   }
   SECTION("out of memory while loading the kernel") {
     fake().fail("cuModuleLoadData", CUDA_ERROR_OUT_OF_MEMORY);
     CHECK(pr.run(h) == FA3_ERR_OUT_OF_MEMORY);
-    CHECK(std::string(fa3_last_error()).find("loading kernel fa3_fwd_bf16_d128_m128_n128_s2_w2_causal (cuModuleLoadData) failed") == 0);
+    CHECK(std::string(fa3_last_error()).find("loading kernel " + kernel + " (cuModuleLoadData) failed") == 0);
     fake().fail("", 0);
     CHECK(pr.run(h) == FA3_OK);  // not cached as failed: the next call loads it
   }

@@ -395,11 +395,13 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
     DoubleP x;
-    // Steps 1..n_blocks-1 follow the first block. The masked ones come first; their count
-    // is rounded up to even (masking an extra block is harmless) so that the unmasked loop
-    // always starts with P_cur in p_a and the buffers stay compile-time names.
+    // Steps 1..n_blocks-1 follow the first block; the first `masked` of them need the mask.
+    // Pairs of steps keep the buffers compile-time names: the masked pairs round `masked` up
+    // to even (masking an extra block is harmless), unless that would pass the last step;
+    // then the last step is a lone one and takes the mask itself.
     const int steps = n_blocks - 1;
-    const int masked_steps = min(steps, (max(0, masked_iterations(n_blocks) - 1) + 1) & ~1);
+    const int masked = min(steps, max(0, masked_iterations(n_blocks) - 1));
+    const int masked_pairs_end = min(steps, (masked + 1) & ~1);
 
     sm.k_pipe.consumer_wait(x.k_st);
     turns.begin();
@@ -415,7 +417,7 @@ struct ConsumerMainloop {
     x.k_st.advance();
 
     int it = 1;
-    for (; it + 1 <= masked_steps; it += 2) {
+    for (; it + 1 <= masked_pairs_end; it += 2) {
       double_p_step<true>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
       double_p_step<true>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
     }
@@ -423,8 +425,9 @@ struct ConsumerMainloop {
       double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
       double_p_step<false>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
     }
-    if (it <= steps) {
-      double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
+    if (it <= steps) {  // a lone last step (P_cur in p_a), masked if it is one of the first
+      if (it <= masked) double_p_step<true>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
+      else double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
       double_p_finish(o, x, x.p_b, turns);
     } else {
       double_p_finish(o, x, x.p_a, turns);
