@@ -43,7 +43,8 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false) \
             -DFA3_OVERLAP=$(if $(filter ov,$(call fwd_words,$(1))),true,false) \
             -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \
-            -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false)
+            -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false) \
+            -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false)
 
 CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
 

@@ -320,12 +320,13 @@ TEST_CASE("fa3_forward honours softmax_scale and a NULL lse", "[gpu][forward]") 
 TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward][kernels]") {
   // Each kernel on shapes that exercise its masking paths differently: more keys than
   // queries, square (the causal diagonal inside the block rows), fewer keys than queries
-  // (causal rows with no key), and a sequence shorter than one key block.
+  // (causal rows with no key), a sequence shorter than one key block, and more tiles than an
+  // H100/H200 has SMs (a persistent kernel's CTAs then walk several tiles each).
   struct KernelShape {
     int64_t batch, seqlen_q, seqlen_k, heads, heads_kv;
   };
   const KernelShape shapes[] = {{2, 777, 1029, 4, 2}, {1, 1000, 1000, 2, 1}, {1, 1030, 500, 2, 2},
-                                {3, 80, 80, 2, 2}};
+                                {3, 80, 80, 2, 2}, {4, 1100, 700, 8, 2}};
   Runner runner;
   uint64_t seed = 77;
   for (int i = 0; i < fa3_kernel_count(); ++i) {

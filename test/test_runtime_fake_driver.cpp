@@ -171,6 +171,32 @@ TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  pr.p.causal = 0;
+  const char* name = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps";
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+          FA3_OK);
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams params;
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(params.num_tiles == 8 * 8 * 3);
+  CHECK(grid == 132u);  // the fake device's SM count
+  pr.q.batch = pr.k.batch = pr.v.batch = pr.o.batch = 1;
+  pr.q.heads = pr.o.heads = 2;
+  pr.q.stride_seq = pr.o.stride_seq = 2 * 128;
+  pr.q.stride_batch = pr.o.stride_batch = 1000 * 2 * 128;
+  pr.k.heads = pr.v.heads = 1;
+  pr.k.stride_seq = pr.v.stride_seq = 128;
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+          FA3_OK);
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(grid == 16u);  // fewer tiles than SMs: one CTA per tile
+  fa3_destroy(h);
+}
+
 TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();

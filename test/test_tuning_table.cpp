@@ -326,11 +326,11 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
                                "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with stages 2");
   }
   SECTION("unknown config key") {
-    e8["config"] = {{"persistent", true}};
+    e8["config"] = {{"clusters", 2}};
     CHECK(error_of(doc) == kPrefix +
-                               "entries[8].config has unknown key \"persistent\" (allowed: block_m, "
+                               "entries[8].config has unknown key \"clusters\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, overlap, double_p, pingpong, causal)");
+                               "consumer_regs, overlap, double_p, pingpong, persistent, causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -515,6 +515,6 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
         "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"double_p\":false,"
-        "\"pingpong\":true,"
+        "\"pingpong\":true,\"persistent\":false,"
         "\"causal\":true}");
 }

@@ -50,6 +50,7 @@ struct FwdTraits {
   static constexpr bool kOverlap = kCfg.overlap;
   static constexpr bool kPingpong = kCfg.pingpong;
   static constexpr bool kDoubleP = kCfg.double_p;
+  static constexpr bool kPersistent = kCfg.persistent;
   static constexpr int kThreads = kCfg.threads();
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -67,6 +68,7 @@ template <class Tr>
 struct FwdSmem {
   uint32_t q, k, v;  // tile bases (1024-byte aligned)
   uint32_t q_full;   // mbarrier: Q_i landed
+  uint32_t q_empty;  // mbarrier: every consumer warpgroup's O store has read the Q/O tile
   tile::TmaPipeline<Tr::kStages> k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
@@ -75,25 +77,37 @@ struct FwdSmem {
     v = base + Tr::kSmem.v_offset;
     const uint32_t bars = base + Tr::kSmem.barrier_offset;
     q_full = bars;
-    k_pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
-    v_pipe = {bars + 8 + 16 * Tr::kStages, bars + 8 + 24 * Tr::kStages};
+    q_empty = bars + 8;
+    k_pipe = {bars + 16, bars + 16 + 8 * Tr::kStages};
+    v_pipe = {bars + 16 + 16 * Tr::kStages, bars + 16 + 24 * Tr::kStages};
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
   __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
 };
 
-// Which (batch, head, query block) this CTA computes, and which key blocks it visits.
+// Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
+// the tiles blockIdx.x, blockIdx.x + gridDim.x, ...: one tile each when the grid has one CTA
+// per tile, a round-robin share when it is persistent (one CTA per SM).
 template <class Tr>
 struct FwdWork {
   int m_block, head, batch;
   int n_blocks;  // key blocks [0, n_blocks) hold keys some row of this block may see
 
-  __device__ __forceinline__ explicit FwdWork(const FwdParams& p) {
-    const int idx = static_cast<int>(blockIdx.x);
-    const int m = idx % p.num_m_blocks;
-    // Causal: blocks near the end of the sequence have the most keys; launch them first.
+  __device__ __forceinline__ FwdWork(const FwdParams& p, int tile) {
+    const int heads_batch = p.heads * p.batch;
+    int m, bh;
+    if (Tr::kCausal && Tr::kPersistent) {
+      // Longest first across all heads: a static round-robin then hands every CTA a similar
+      // share of long and short tiles.
+      m = tile / heads_batch;
+      bh = tile % heads_batch;
+    } else {
+      // The query blocks of one head are neighbours: CTAs running together share its K/V in L2.
+      m = tile % p.num_m_blocks;
+      bh = tile / p.num_m_blocks;
+    }
+    // Causal: blocks near the end of the sequence have the most keys; they go first.
     m_block = Tr::kCausal ? p.num_m_blocks - 1 - m : m;
-    const int bh = idx / p.num_m_blocks;
     head = bh % p.heads;
     batch = bh / p.heads;
     int key_end = p.seqlen_k;
@@ -106,42 +120,60 @@ struct FwdWork {
   }
 };
 
-// Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup).
+// Calls body(tile, k) for the k-th tile of this CTA. A non-persistent kernel has exactly one
+// tile, blockIdx.x: no loop, and no loop state to keep in registers.
+template <class Tr, class Body>
+__device__ __forceinline__ void for_each_tile(const FwdParams& p, Body&& body) {
+  if constexpr (Tr::kPersistent) {
+    int k = 0;
+    for (int tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x, ++k) body(tile, k);
+  } else {
+    body(static_cast<int>(blockIdx.x), 0);
+  }
+}
+
+// Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup), for every
+// tile of this CTA. The K/V pipeline runs on across tiles: the next tile's K and V load
+// while the consumers finish the current one.
 template <class Tr>
-__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<Tr>& sm,
-                                             const FwdWork<Tr>& w) {
-  if (w.n_blocks == 0) return;  // nothing to attend: the consumers write O = 0 without Q
+__device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<Tr>& sm) {
   ptx::prefetch_tensormap(&p.tma_q);
   ptx::prefetch_tensormap(&p.tma_k);
   ptx::prefetch_tensormap(&p.tma_v);
   ptx::prefetch_tensormap(&p.tma_o);
-  const int kv_head = w.head / p.heads_per_kv_head;
-
-  // Line 4-5: Q_i, one 64 x 64 box per consumer warpgroup and column chunk.
-  ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
-  for (int wg = 0; wg < Tr::kConsumers; ++wg)
-    for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
-                       &p.tma_q, sm.q_full, c * 64,
-                       w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
-
-  // Lines 6-10: K_j and V_j into stage j % s once the consumers released it. Rows past
-  // seqlen_k are zero-filled by TMA (and masked by the consumers).
   tile::PipelineState<Tr::kStages> st;
-  for (int it = 0; it < w.n_blocks; ++it) {
-    const int n_block = w.n_blocks - 1 - it;
-    sm.k_pipe.producer_acquire(st);
-    const uint32_t k_full = sm.k_pipe.producer_commit(st, Tr::KVTile::kBytes);
-    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-      ptx::tma_load_4d(sm.k_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_k, k_full,
-                       c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
-    sm.v_pipe.producer_acquire(st);
-    const uint32_t v_full = sm.v_pipe.producer_commit(st, Tr::KVTile::kBytes);
-    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-      ptx::tma_load_4d(sm.v_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_v, v_full,
-                       c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
-    st.advance();
-  }
+  for_each_tile<Tr>(p, [&](int tile, int k) {
+    const FwdWork<Tr> w(p, tile);
+    const int kv_head = w.head / p.heads_per_kv_head;
+
+    // Lines 4-5: Q_i, one 64 x 64 box per consumer warpgroup and column chunk, into the tile
+    // the previous tile's O went out through: wait until all its O stores have read it. (Q
+    // is loaded even for a tile without keys: the consumers wait for it either way.)
+    if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
+    for (int wg = 0; wg < Tr::kConsumers; ++wg)
+      for (int c = 0; c < Tr::QTile::kChunks; ++c)
+        ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
+                         &p.tma_q, sm.q_full, c * 64,
+                         w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
+
+    // Lines 6-10: K_j and V_j into stage j % s once the consumers released it. Rows past
+    // seqlen_k are zero-filled by TMA (and masked by the consumers).
+    for (int it = 0; it < w.n_blocks; ++it) {
+      const int n_block = w.n_blocks - 1 - it;
+      sm.k_pipe.producer_acquire(st);
+      const uint32_t k_full = sm.k_pipe.producer_commit(st, Tr::KVTile::kBytes);
+      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+        ptx::tma_load_4d(sm.k_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_k, k_full,
+                         c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
+      sm.v_pipe.producer_acquire(st);
+      const uint32_t v_full = sm.v_pipe.producer_commit(st, Tr::KVTile::kBytes);
+      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+        ptx::tma_load_4d(sm.v_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_v, v_full,
+                         c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
+      st.advance();
+    }
+  });
 }
 
 // Sets S to -inf where the key is past seqlen_k or, for causal, after the query's diagonal.
@@ -189,6 +221,7 @@ struct ConsumerMainloop {
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile
   tile::OnlineSoftmax softmax;
+  tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
 
   // S = Q_i K_j^T for the key block in K stage `st` (one committed wgmma group, not waited).
   __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
@@ -260,11 +293,12 @@ struct ConsumerMainloop {
   }
   __device__ __forceinline__ void run_sequential(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                  const TurnScheduler<Tr>& turns) {
-    tile::PipelineState<Tr::kStages> st;
+    tile::PipelineState<Tr::kStages> st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
     int it = 0;
     for (; it < n_masked; ++it) sequential_step<true>(o, n_blocks - 1 - it, st, turns);
     for (; it < n_blocks; ++it) sequential_step<false>(o, n_blocks - 1 - it, st, turns);
+    next_stage = st;
   }
 
   // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
@@ -304,6 +338,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                 const TurnScheduler<Tr>& turns) {
     Pipelined x;
+    x.k_st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
 
     // Lines 3-6: S_cur = Q K_0^T, waited for; m, P_cur, l. (O is still 0: nothing to rescale.)
@@ -332,6 +367,7 @@ struct ConsumerMainloop {
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(o);
     release_v(x.v_st);
+    next_stage = x.k_st;
   }
 
   // Algorithm 2 with P in two register buffers (Config::double_p). Step j issues QK^T_j,
@@ -395,6 +431,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
     DoubleP x;
+    x.k_st = next_stage;
     // Steps 1..n_blocks-1 follow the first block; the first `masked` of them need the mask.
     // Pairs of steps keep the buffers compile-time names: the masked pairs round `masked` up
     // to even (masking an extra block is harmless), unless that would pass the last step;
@@ -432,57 +469,39 @@ struct ConsumerMainloop {
     } else {
       double_p_finish(o, x, x.p_a, turns);
     }
+    next_stage = x.k_st;
   }
 };
 
-// Paper Algorithm 1, lines 11-25 (Algorithm 2 with overlap), for consumer warpgroup `wg`.
+// Lines 24-25 for one tile: O_i = diag(l)^-1 O_i and L_i; O_i goes to shared memory over
+// this warpgroup's own Q rows (its last wgmma reading them has completed), one thread stores
+// it with TMA (which clips the rows past seqlen_q) and, once the store has read the tile,
+// hands it back to the producer for the next tile's Q.
 template <class Tr>
-__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm,
-                                             const FwdWork<Tr>& w, int wg) {
-  const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
-  const int lane = thread_in_wg % 32;
-  const int first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
-  const uint32_t q_rows = sm.q + wg * Tr::kRowsPerWarpgroup * 128;  // this warpgroup's Q rows
-  const TurnScheduler<Tr> turns(wg);
-
-  // Line 13.
-  float o[Tr::kHeadDim / 2];
-  tile::fill(o, 0.0f);
-  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, lane, first_row, q_rows, {}};
-  loop.softmax.init();
-
-  if (w.n_blocks > 0) {
-    tile::mbarrier_wait(sm.q_full, 0);  // line 14
-    if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
-    else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
-    else loop.run_sequential(o, w.n_blocks, turns);
-  }
-
-  // Line 24: O_i = diag(l)^-1 O_i, L_i = m_i + log(l_i).
+__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                             const FwdWork<Tr>& w, int wg, int first_row,
+                                             const ConsumerMainloop<Tr>& loop,
+                                             float (&o)[Tr::kHeadDim / 2]) {
+  const int thread_in_wg = loop.thread_in_wg, lane = loop.lane;
   float inv_sum[2], lse[2];
   loop.softmax.finalize(inv_sum, lse);
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
-
-  // Line 25: O_i goes to shared memory over this warpgroup's own Q rows (its last wgmma
-  // reading them has completed), then one thread stores it with TMA, which clips the rows
-  // past seqlen_q.
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; e += 2) {
     const int row = tile::AccLayout::row(thread_in_wg, e), col = tile::AccLayout::col(thread_in_wg, e);
     const uint32_t packed = Tr::kIsBF16 ? ptx::pack_bf16x2(o[e], o[e + 1])
                                         : ptx::pack_f16x2(o[e], o[e + 1]);
-    ptx::st_shared_u32(q_rows + Tr::QTile::offset(row, col), packed);
+    ptx::st_shared_u32(loop.q_rows + Tr::QTile::offset(row, col), packed);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
   ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
   if (thread_in_wg == 0) {
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_store_4d(&p.tma_o, q_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row, w.head,
-                        w.batch);
+      ptx::tma_store_4d(&p.tma_o, loop.q_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row,
+                        w.head, w.batch);
     ptx::bulk_commit_group();
   }
-
   if (p.lse != nullptr && lane % 4 == 0) {
     for (int h = 0; h < 2; ++h) {
       const int row = first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
@@ -492,8 +511,35 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
       }
     }
   }
-  // The CTA's shared memory must outlive the TMA store's reads of it.
-  if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
+  if (thread_in_wg == 0) {
+    ptx::bulk_wait_group_read<0>();   // the store has read the tile: it may be overwritten
+    ptx::mbarrier_arrive(sm.q_empty);
+  }
+}
+
+// Paper Algorithm 1, lines 11-25 (Algorithm 2 with overlap), for consumer warpgroup `wg`,
+// for every tile of this CTA.
+template <class Tr>
+__device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
+  const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
+  const TurnScheduler<Tr> turns(wg);
+  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0,
+                            sm.q + wg * Tr::kRowsPerWarpgroup * 128, {}, {}};
+  for_each_tile<Tr>(p, [&](int tile, int k) {
+    const FwdWork<Tr> w(p, tile);
+    loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+    // Line 13.
+    float o[Tr::kHeadDim / 2];
+    tile::fill(o, 0.0f);
+    loop.softmax.init();
+    tile::mbarrier_wait(sm.q_full, k & 1);  // line 14
+    if (w.n_blocks > 0) {
+      if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
+      else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
+      else loop.run_sequential(o, w.n_blocks, turns);
+    }
+    fwd_epilogue<Tr>(p, sm, w, wg, loop.first_row, loop, o);
+  });
 }
 
 template <class C>
@@ -504,10 +550,10 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   // 1024 (FwdSmemLayout reserves the slack).
   const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
   const FwdSmem<Tr> sm(base);
-  const FwdWork<Tr> w(p);
 
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.q_full, 1);
+    ptx::mbarrier_init(sm.q_empty, Tr::kConsumers);  // one arrival per consumer warpgroup
     sm.k_pipe.init(4 * Tr::kConsumers);  // one arrival per consumer warp
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
@@ -518,10 +564,10 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   if (warpgroup == 0) {
     // Line 3: the producer needs few registers; give them to the consumers.
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) fwd_producer<Tr>(p, sm, w);
+    if (threadIdx.x == 0) fwd_producer<Tr>(p, sm);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
-    fwd_consumer<Tr>(p, sm, w, warpgroup - 1);
+    fwd_consumer<Tr>(p, sm, warpgroup - 1);
   }
 }
 

@@ -27,6 +27,9 @@ struct FwdConfig {
   // no wait_group 0: the PV GEMM of block j-1 is waited for only after the QK^T GEMM of block
   // j+1 is issued (a wait ptxas cannot hoist into the softmax). Costs block_n/4 registers.
   bool double_p = false;
+  // Persistent grid (one CTA per SM) walking the tiles with a static round-robin schedule;
+  // causal tiles are ordered longest first across all heads. Otherwise one CTA per tile.
+  bool persistent = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -43,7 +46,8 @@ struct FwdSmemLayout {
   uint32_t q_offset, q_bytes;            // Q_i, reused for O_i in the epilogue
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
-  uint32_t barrier_offset;               // mbarriers: q_full, k_full[s], k_empty[s], v_full[s], v_empty[s]
+  uint32_t barrier_offset;               // mbarriers: q_full, q_empty, k_full[s], k_empty[s],
+                                         // v_full[s], v_empty[s]
   uint32_t total_bytes;                  // including the slack to align the base to 1024
 
   static constexpr FwdSmemLayout of(const FwdConfig& c) {
@@ -54,7 +58,7 @@ struct FwdSmemLayout {
     l.k_offset = l.q_offset + l.q_bytes;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     l.barrier_offset = l.v_offset + l.kv_stage_bytes * c.stages;
-    const uint32_t barrier_bytes = 8u * (1 + 4 * c.stages);
+    const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages);
     l.total_bytes = l.barrier_offset + barrier_bytes + 1024;  // +1024: base alignment slack
     return l;
   }

@@ -20,7 +20,8 @@ struct FwdParams {
   int32_t seqlen_q, seqlen_k;
   int32_t heads, batch;
   int32_t heads_per_kv_head;  // GQA/MQA group size: kv head = head / heads_per_kv_head
-  int32_t num_m_blocks;       // ceil(seqlen_q / block_m); grid = num_m_blocks * heads * batch
+  int32_t num_m_blocks;       // ceil(seqlen_q / block_m)
+  int32_t num_tiles;          // num_m_blocks * heads * batch; the grid walks them round-robin
   float scale_log2;           // softmax_scale * log2(e)
 };
 

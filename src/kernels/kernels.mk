@@ -6,15 +6,20 @@
 #        block_n/4 more registers: fits d64 n128 and d128 n112 (n96 causal), spills at
 #        d128 n128 and d256)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
+#   _ps  persistent grid: one CTA per SM walks the tiles round-robin (the tile loop's state
+#        spills at the register edge: not built for d64 w3 causal, d128 n176 causal, d256 n80)
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
   d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
   d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
+  d64_m192_n128_s2_w3_ov_pp_ps \
   d64_m128_n128_s2_w2_ov_p2_pp d64_m128_n128_s2_w2_ov_p2_pp_causal \
   d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
   d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
   d128_m128_n128_s2_w2_ov_pp d128_m128_n128_s2_w2_ov_pp_causal \
   d128_m128_n176_s2_w2_ov_pp d128_m128_n176_s2_w2_ov_pp_causal \
+  d128_m128_n128_s2_w2_ov_pp_ps d128_m128_n128_s2_w2_ov_pp_ps_causal \
+  d128_m128_n176_s2_w2_ov_pp_ps \
   d128_m128_n112_s2_w2_ov_pp d128_m128_n112_s2_w2_ov_pp_causal \
   d128_m128_n112_s2_w2_ov_p2_pp d128_m128_n96_s2_w2_ov_p2_pp_causal \
   d256_m128_n64_s2_w2 d256_m128_n64_s2_w2_causal \

@@ -1,5 +1,6 @@
 #include "runtime/forward_launch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -38,7 +39,8 @@ Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, 
 
 Error build_forward_params(const Driver& d, const KernelInfo& kernel, const ForwardProblem& prob,
                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
-                           const fa3_tensor& o, float* lse, FwdParams* params, unsigned* grid) {
+                           const fa3_tensor& o, float* lse, int sm_count, FwdParams* params,
+                           unsigned* grid) {
   const FwdConfig& c = kernel.fwd;
   FwdParams p;
   std::memset(&p, 0, sizeof p);
@@ -54,10 +56,13 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.batch = static_cast<int32_t>(prob.batch);
   p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
   p.num_m_blocks = static_cast<int32_t>((prob.seqlen_q + c.block_m - 1) / c.block_m);
+  // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31, and block_m >= 64.
+  p.num_tiles = static_cast<int32_t>(static_cast<int64_t>(p.num_m_blocks) * prob.heads * prob.batch);
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
   *params = p;
-  // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31, and block_m >= 64.
-  *grid = static_cast<unsigned>(static_cast<int64_t>(p.num_m_blocks) * prob.heads * prob.batch);
+  // Every forward kernel takes a whole SM (registers: __launch_bounds__(threads, 1)).
+  *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, std::max(1, sm_count))
+                                             : p.num_tiles);
   return Error::ok();
 }
 
@@ -71,7 +76,7 @@ Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProbl
   if (e.failed()) return e;
   FwdParams params;
   unsigned grid = 0;
-  e = build_forward_params(h->driver, kernel, prob, q, k, v, o, lse, &params, &grid);
+  e = build_forward_params(h->driver, kernel, prob, q, k, v, o, lse, h->sm_count, &params, &grid);
   if (e.failed()) return e;
 
   CUlaunchConfig config;

@@ -16,11 +16,13 @@ namespace fa3 {
 Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, unsigned box_rows,
                         TensorMapBytes* out);
 
-// Everything but the launch: the kernel's parameter block and grid size. Fails (before
-// anything runs) when the driver rejects a tensor map.
+// Everything but the launch: the kernel's parameter block and grid size (one CTA per tile,
+// or per SM for a persistent kernel). Fails (before anything runs) when the driver rejects a
+// tensor map.
 Error build_forward_params(const Driver& d, const KernelInfo& kernel, const ForwardProblem& prob,
                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
-                           const fa3_tensor& o, float* lse, FwdParams* params, unsigned* grid);
+                           const fa3_tensor& o, float* lse, int sm_count, FwdParams* params,
+                           unsigned* grid);
 
 Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProblem& prob,
                      const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,

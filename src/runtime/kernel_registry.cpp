@@ -38,7 +38,7 @@ int number_after(const std::string& token, char prefix) {
 
 std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   const std::vector<std::string> t = split(name, '_');
-  if (t.size() < 8 || t.size() > 12) return std::nullopt;
+  if (t.size() < 8 || t.size() > 13) return std::nullopt;
   if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
   FwdConfig c;
   if (t[2] == "f16") c.dtype = DType::F16;
@@ -49,11 +49,12 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov, p2, pp, causal.
+  // Optional flags, in this order: ov, p2, pp, ps, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
   if (i < t.size() && t[i] == "p2") c.double_p = true, ++i;
   if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
+  if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
   if (i < t.size() && t[i] == "causal") c.causal = true, ++i;
   if (i != t.size()) return std::nullopt;
   if (!fwd_config_is_valid(c)) return std::nullopt;
@@ -71,6 +72,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.overlap) s += "_ov";
   if (c.double_p) s += "_p2";
   if (c.pingpong) s += "_pp";
+  if (c.persistent) s += "_ps";
   if (c.causal) s += "_causal";
   return s;
 }

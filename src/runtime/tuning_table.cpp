@@ -460,6 +460,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"overlap", c.overlap},
               {"double_p", c.double_p},
               {"pingpong", c.pingpong},
+              {"persistent", c.persistent},
               {"causal", c.causal}};
 }
 
