@@ -1,5 +1,7 @@
 #include "options.h"
 
+#include "cli_values.h"
+
 #include <algorithm>
 #include <cctype>
 #include <functional>
@@ -11,100 +13,14 @@ const char* dtype_label(DType d) { return d == DType::F16 ? "fp16" : "bf16"; }
 
 namespace {
 
-constexpr int64_t kMaxDimension = int64_t{1} << 31;  // cuBLAS and grid sizes are 32-bit
-
-// Thrown by the value parsers, caught by parse_options: one sentence, exit status 2.
-struct ArgumentError {
-  std::string sentence;
-};
-
-[[noreturn]] void fail(const std::string& sentence) { throw ArgumentError{"fa3-bench: " + sentence}; }
-
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-std::vector<std::string> split_list(const std::string& value) {
-  std::vector<std::string> items;
-  std::stringstream in(value);
-  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
-  if (!value.empty() && value.back() == ',') items.push_back("");
-  return items;
-}
-
-template <typename T>
-std::vector<T> without_duplicates(const std::vector<T>& items) {
-  std::vector<T> unique;
-  for (const T& x : items)
-    if (std::find(unique.begin(), unique.end(), x) == unique.end()) unique.push_back(x);
-  return unique;
-}
-
-// Decimal digits only, optionally followed by 'k' (x1024) when allow_k; nullopt otherwise or
-// on overflow past kMaxDimension.
-std::optional<int64_t> parse_count(const std::string& text, bool allow_k) {
-  std::string digits = text;
-  int64_t multiplier = 1;
-  if (allow_k && !digits.empty() && (digits.back() == 'k' || digits.back() == 'K')) {
-    digits.pop_back();
-    multiplier = 1024;
-  }
-  if (digits.empty() || digits.size() > 12) return std::nullopt;
-  int64_t value = 0;
-  for (char c : digits) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  value *= multiplier;
-  if (value >= kMaxDimension) return std::nullopt;
-  return value;
-}
-
-int64_t positive(const std::string& option, const std::string& value, bool allow_k = false) {
-  const std::optional<int64_t> n = parse_count(value, allow_k);
-  if (!n || *n < 1)
-    fail(option + " must be a positive integer" + (allow_k ? " (or Nk = N*1024)" : "") +
-         ", got '" + value + "'.");
-  return *n;
-}
-
-int non_negative(const std::string& option, const std::string& value) {
-  const std::optional<int64_t> n = parse_count(value, false);
-  if (!n) fail(option + " must be a non-negative integer, got '" + value + "'.");
-  return static_cast<int>(*n);
-}
-
-DType parse_dtype(const std::string& value) {
-  const std::string v = lowercase(value);
-  if (v == "fp16" || v == "f16" || v == "half" || v == "float16") return DType::F16;
-  if (v == "bf16" || v == "bfloat16") return DType::BF16;
-  fail("--dtype must be a list of fp16 (also f16, half) and bf16, got '" + value + "'.");
-}
-
-int parse_head_dim(const std::string& value) {
-  const std::optional<int64_t> n = parse_count(value, false);
-  if (!n || (*n != 64 && *n != 128 && *n != 256))
-    fail("--hdim must be a list of 64, 128 and 256 (the head dims fa3 supports), got '" + value +
-         "'.");
-  return static_cast<int>(*n);
-}
-
-bool parse_causal(const std::string& value) {
-  const std::string v = lowercase(value);
-  if (v == "0" || v == "false") return false;
-  if (v == "1" || v == "true") return true;
-  fail("--causal must be 0, 1 or the list 0,1, got '" + value + "'.");
-}
-
-template <typename T>
-std::vector<T> parse_list(const std::string& option, const std::string& value,
-                          const std::function<T(const std::string&)>& parse_item) {
-  if (value.empty()) fail(option + " needs at least one value.");
-  std::vector<T> items;
-  for (const std::string& item : split_list(value)) items.push_back(parse_item(item));
-  return without_duplicates(items);
-}
+using cli::fail;
+using cli::lowercase;
+using cli::non_negative;
+using cli::parse_causal;
+using cli::parse_dtype;
+using cli::parse_head_dim;
+using cli::parse_list;
+using cli::positive;
 
 void parse_direction(const std::string& value) {
   const std::string v = lowercase(value);
@@ -245,25 +161,7 @@ void check_combinations(const Options& o) {
 
 constexpr size_t kHelpIndent = 22, kHelpWidth = 92;
 
-// Wraps an option's help at word boundaries to kHelpWidth columns, continuation lines
-// indented to the help column.
-std::string wrapped(const std::string& text) {
-  std::istringstream words(text);
-  std::string out, word;
-  size_t column = kHelpIndent;
-  while (words >> word) {
-    if (column > kHelpIndent && column + 1 + word.size() > kHelpWidth) {
-      out += "\n" + std::string(kHelpIndent, ' ');
-      column = kHelpIndent;
-    } else if (column > kHelpIndent) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += word.size();
-  }
-  return out;
-}
+std::string wrapped(const std::string& text) { return cli::wrap_help(text, kHelpIndent, kHelpWidth); }
 
 }  // namespace
 
@@ -335,10 +233,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
     if (o.seqlen_q && !o.seqlen_k) o.seqlen_k = o.seqlen_q;
     if (o.seqlen_k && !o.seqlen_q) o.seqlen_q = o.seqlen_k;
     check_combinations(o);
-  } catch (const ArgumentError& e) {
+  } catch (const cli::ArgumentError& e) {
     result.status = 2;
     result.exit_now = true;
-    result.message = e.sentence;
+    result.message = "fa3-bench: " + e.sentence;
   }
   return result;
 }

@@ -570,7 +570,7 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--out"}, "--out needs a value");
   expect_argument_error({"--out="}, "--out needs a file name");
   expect_argument_error({"--base", ""}, "--base needs a file name");
-  expect_argument_error({"--dtype", "fp8"}, "--dtype must be a list of f16");
+  expect_argument_error({"--dtype", "fp8"}, "--dtype must be a list of fp16");
   expect_argument_error({"--dtype", ""}, "--dtype needs at least one value");
   expect_argument_error({"--dtype", "bf16,"}, "--dtype must be a list");
   expect_argument_error({"--hdim", "96"}, "--hdim must be a list of 64, 128 and 256");

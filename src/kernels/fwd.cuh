@@ -301,6 +301,27 @@ struct ConsumerMainloop {
     next_stage = st;
   }
 
+  // Paper Algorithm 2, lines 3-6, shared by both pipelined loops: S = Q K^T of the first
+  // visited block (the last one), waited for; its m, P and l. O is still 0: the rescale
+  // factor it leaves behind (0) changes nothing.
+  __device__ __forceinline__ void first_block(float (&s)[Tr::kBlockN / 2],
+                                              uint32_t (&p_frag)[Tr::kBlockN / 16][4],
+                                              float (&rescale)[2],
+                                              const tile::PipelineState<Tr::kStages>& st,
+                                              int n_blocks, bool masked,
+                                              const TurnScheduler<Tr>& turns) {
+    sm.k_pipe.consumer_wait(st);
+    turns.begin();
+    issue_qk(s, st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(s);
+    release_k(st);
+    if (masked) softmax_block<true>(s, n_blocks - 1, rescale);
+    else softmax_block<false>(s, n_blocks - 1, rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+  }
+
   // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
   // block j-1 (S_next and P_cur live in registers side by side), and the softmax of block j
   // runs while the PV GEMM is still in flight.
@@ -341,17 +362,7 @@ struct ConsumerMainloop {
     x.k_st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
 
-    // Lines 3-6: S_cur = Q K_0^T, waited for; m, P_cur, l. (O is still 0: nothing to rescale.)
-    sm.k_pipe.consumer_wait(x.k_st);
-    turns.begin();
-    issue_qk(x.s, x.k_st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(x.s);
-    release_k(x.k_st);
-    if (n_masked > 0) softmax_block<true>(x.s, n_blocks - 1, x.rescale);
-    else softmax_block<false>(x.s, n_blocks - 1, x.rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    first_block(x.s, x.p_frag, x.rescale, x.k_st, n_blocks, n_masked > 0, turns);
     x.v_st = x.k_st;
     x.k_st.advance();
 
@@ -440,16 +451,7 @@ struct ConsumerMainloop {
     const int masked = min(steps, max(0, masked_iterations(n_blocks) - 1));
     const int masked_pairs_end = min(steps, (masked + 1) & ~1);
 
-    sm.k_pipe.consumer_wait(x.k_st);
-    turns.begin();
-    issue_qk(x.s, x.k_st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(x.s);
-    release_k(x.k_st);
-    if (masked_iterations(n_blocks) > 0) softmax_block<true>(x.s, n_blocks - 1, x.rescale);
-    else softmax_block<false>(x.s, n_blocks - 1, x.rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_a);
+    first_block(x.s, x.p_a, x.rescale, x.k_st, n_blocks, masked_iterations(n_blocks) > 0, turns);
     x.v_cur = x.k_st;
     x.k_st.advance();
 

@@ -1,5 +1,7 @@
 #include "tune_options.h"
 
+#include "../../bench/cli_values.h"
+
 #include <cctype>
 #include <cstdint>
 #include <functional>
@@ -11,79 +13,19 @@ namespace fa3tune {
 
 namespace {
 
-// Thrown by the value parsers, caught by parse_tune_options: one sentence, exit status 2.
-struct ArgumentError {
-  std::string sentence;
-};
-
-[[noreturn]] void fail(const std::string& sentence) { throw ArgumentError{"fa3-tune: " + sentence}; }
-
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// Decimal digits only; nullopt otherwise or past 1e9.
-std::optional<int> parse_int(const std::string& text) {
-  if (text.empty() || text.size() > 9) return std::nullopt;
-  int value = 0;
-  for (char c : text) {
-    if (c < '0' || c > '9') return std::nullopt;
-    value = value * 10 + (c - '0');
-  }
-  return value;
-}
+using fa3bench::cli::fail;
+using fa3bench::cli::non_negative;
+using fa3bench::cli::parse_causal;
+using fa3bench::cli::parse_head_dim;
+using fa3bench::cli::parse_list;
 
 int positive(const std::string& option, const std::string& value) {
-  const std::optional<int> n = parse_int(value);
-  if (!n || *n < 1) fail(option + " must be a positive integer, got '" + value + "'.");
-  return *n;
-}
-
-int non_negative(const std::string& option, const std::string& value) {
-  const std::optional<int> n = parse_int(value);
-  if (!n) fail(option + " must be a non-negative integer, got '" + value + "'.");
-  return *n;
-}
-
-template <typename T>
-std::vector<T> parse_list(const std::string& option, const std::string& value,
-                          const std::function<T(const std::string&)>& parse_item) {
-  if (value.empty()) fail(option + " needs at least one value.");
-  std::vector<std::string> items;
-  std::stringstream in(value);
-  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
-  if (value.back() == ',') items.push_back("");
-  std::vector<T> list;
-  for (const std::string& item : items) {
-    const T x = parse_item(item);
-    bool seen = false;
-    for (const T& y : list) seen = seen || y == x;
-    if (!seen) list.push_back(x);
-  }
-  return list;
+  return static_cast<int>(fa3bench::cli::positive(option, value));
 }
 
 fa3::DType parse_dtype(const std::string& value) {
-  const std::string v = lowercase(value);
-  if (v == "f16" || v == "fp16" || v == "half" || v == "float16") return fa3::DType::F16;
-  if (v == "bf16" || v == "bfloat16") return fa3::DType::BF16;
-  fail("--dtype must be a list of f16 (also fp16, half) and bf16, got '" + value + "'.");
-}
-
-int parse_head_dim(const std::string& value) {
-  const std::optional<int> n = parse_int(value);
-  if (!n || (*n != 64 && *n != 128 && *n != 256))
-    fail("--hdim must be a list of 64, 128 and 256 (the head dims fa3 supports), got '" + value +
-         "'.");
-  return *n;
-}
-
-bool parse_causal(const std::string& value) {
-  const std::string v = lowercase(value);
-  if (v == "0" || v == "false") return false;
-  if (v == "1" || v == "true") return true;
-  fail("--causal must be 0, 1 or the list 0,1, got '" + value + "'.");
+  return fa3bench::cli::parse_dtype(value) == fa3bench::DType::BF16 ? fa3::DType::BF16
+                                                                     : fa3::DType::F16;
 }
 
 struct OptionSpec {
@@ -138,23 +80,8 @@ const std::vector<OptionSpec>& option_specs() {
 
 constexpr size_t kHelpIndent = 18, kHelpWidth = 88;
 
-// An option's help wrapped at word boundaries, continuation lines indented to the help column.
 std::string wrapped(const std::string& text) {
-  std::istringstream words(text);
-  std::string out, word;
-  size_t column = kHelpIndent;
-  while (words >> word) {
-    if (column > kHelpIndent && column + 1 + word.size() > kHelpWidth) {
-      out += "\n" + std::string(kHelpIndent, ' ');
-      column = kHelpIndent;
-    } else if (column > kHelpIndent) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += word.size();
-  }
-  return out;
+  return fa3bench::cli::wrap_help(text, kHelpIndent, kHelpWidth);
 }
 
 const OptionSpec* find_spec(const std::string& name) {
@@ -230,10 +157,10 @@ TuneParseResult parse_tune_options(int argc, const char* const* argv) {
     }
     if (o.quick && !given.count("--warmup")) o.warmup = kQuickWarmup;
     if (o.quick && !given.count("--iters")) o.iters = kQuickIters;
-  } catch (const ArgumentError& e) {
+  } catch (const fa3bench::cli::ArgumentError& e) {
     result.status = 2;
     result.exit_now = true;
-    result.message = e.sentence;
+    result.message = "fa3-tune: " + e.sentence;
   }
   return result;
 }
