@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,52 @@ std::vector<T> parse_list(const std::string& option, const std::string& value,
     if (!seen) items.push_back(x);
   }
   return items;
+}
+
+// One option of a program: --name VALUE (or --name=VALUE), or a flag when value_name is null.
+template <typename Options>
+struct OptionSpec {
+  const char* name;
+  const char* value_name;
+  const char* help;
+  std::function<void(Options&, const std::string&)> apply;
+};
+
+// Applies argv[1..] to `o` through `specs` (-h is --help) and records each option given in
+// *given. Returns true when --help was asked for (nothing after it is read). Unknown options,
+// missing or unexpected values and, when reject_repeats, an option given twice are
+// ArgumentErrors naming `program`'s --help.
+template <typename Options>
+bool apply_arguments(int argc, const char* const* argv,
+                     const std::vector<OptionSpec<Options>>& specs, const std::string& program,
+                     bool reject_repeats, Options& o, std::set<std::string>* given) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h") arg = "--help";
+    std::optional<std::string> inline_value;
+    const size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    const OptionSpec<Options>* spec = nullptr;
+    for (const OptionSpec<Options>& s : specs)
+      if (arg == s.name) spec = &s;
+    if (!spec) fail("unknown option '" + std::string(argv[i]) + "' (see " + program + " --help).");
+    if (arg == "--help") return true;
+    if (reject_repeats && given->count(arg)) fail(arg + " is given twice; give it once.");
+    std::string value;
+    if (spec->value_name) {
+      if (inline_value) value = *inline_value;
+      else if (i + 1 < argc) value = argv[++i];
+      else fail(arg + " needs a value (" + spec->value_name + ").");
+    } else if (inline_value) {
+      fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
+    }
+    spec->apply(o, value);
+    given->insert(arg);
+  }
+  return false;
 }
 
 // An option's help wrapped at word boundaries to `width` columns, continuation lines

@@ -30,12 +30,7 @@ void parse_direction(const std::string& value) {
   fail("--direction must be fwd (the only direction fa3 has so far), got '" + value + "'.");
 }
 
-struct OptionSpec {
-  const char* name;
-  const char* value_name;  // nullptr for a flag
-  const char* help;
-  std::function<void(Options&, const std::string&)> apply;
-};
+using OptionSpec = cli::OptionSpec<Options>;
 
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
@@ -122,11 +117,6 @@ const std::vector<OptionSpec>& option_specs() {
   return specs;
 }
 
-const OptionSpec* find_spec(const std::string& name) {
-  for (const OptionSpec& s : option_specs())
-    if (name == s.name) return &s;
-  return nullptr;
-}
 
 bool given(const Options& o, const char* name) { return o.given.count(name) != 0; }
 
@@ -203,32 +193,10 @@ ParseResult parse_options(int argc, const char* const* argv) {
   ParseResult result;
   Options& o = result.options;
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "-h") arg = "--help";
-      std::optional<std::string> inline_value;
-      const size_t eq = arg.find('=');
-      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-        inline_value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-      }
-      const OptionSpec* spec = find_spec(arg);
-      if (!spec) fail("unknown option '" + std::string(argv[i]) + "' (see fa3-bench --help).");
-      if (arg == "--help") {
-        result.exit_now = true;
-        result.message = help_text();
-        return result;
-      }
-      std::string value;
-      if (spec->value_name) {
-        if (inline_value) value = *inline_value;
-        else if (i + 1 < argc) value = argv[++i];
-        else fail(arg + " needs a value (" + spec->value_name + ").");
-      } else if (inline_value) {
-        fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
-      }
-      spec->apply(o, value);
-      o.given.insert(arg);
+    if (cli::apply_arguments(argc, argv, option_specs(), "fa3-bench", false, o, &o.given)) {
+      result.exit_now = true;
+      result.message = help_text();
+      return result;
     }
     if (o.seqlen_q && !o.seqlen_k) o.seqlen_k = o.seqlen_q;
     if (o.seqlen_k && !o.seqlen_q) o.seqlen_q = o.seqlen_k;

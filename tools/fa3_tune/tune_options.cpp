@@ -28,12 +28,7 @@ fa3::DType parse_dtype(const std::string& value) {
                                                                      : fa3::DType::F16;
 }
 
-struct OptionSpec {
-  const char* name;
-  const char* value_name;  // nullptr for a flag
-  const char* help;
-  std::function<void(TuneOptions&, const std::string&)> apply;
-};
+using OptionSpec = fa3bench::cli::OptionSpec<TuneOptions>;
 
 const std::vector<OptionSpec>& option_specs() {
   static const std::vector<OptionSpec> specs = {
@@ -84,11 +79,6 @@ std::string wrapped(const std::string& text) {
   return fa3bench::cli::wrap_help(text, kHelpIndent, kHelpWidth);
 }
 
-const OptionSpec* find_spec(const std::string& name) {
-  for (const OptionSpec& s : option_specs())
-    if (name == s.name) return &s;
-  return nullptr;
-}
 
 }  // namespace
 
@@ -127,33 +117,10 @@ TuneParseResult parse_tune_options(int argc, const char* const* argv) {
   TuneOptions& o = result.options;
   std::set<std::string> given;
   try {
-    for (int i = 1; i < argc; ++i) {
-      std::string arg = argv[i];
-      if (arg == "-h") arg = "--help";
-      std::optional<std::string> inline_value;
-      const size_t eq = arg.find('=');
-      if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-        inline_value = arg.substr(eq + 1);
-        arg = arg.substr(0, eq);
-      }
-      const OptionSpec* spec = find_spec(arg);
-      if (!spec) fail("unknown option '" + std::string(argv[i]) + "' (see fa3-tune --help).");
-      if (arg == "--help") {
-        result.exit_now = true;
-        result.message = tune_help_text();
-        return result;
-      }
-      if (given.count(arg)) fail(arg + " is given twice; give it once.");
-      std::string value;
-      if (spec->value_name) {
-        if (inline_value) value = *inline_value;
-        else if (i + 1 < argc) value = argv[++i];
-        else fail(arg + " needs a value (" + spec->value_name + ").");
-      } else if (inline_value) {
-        fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
-      }
-      spec->apply(o, value);
-      given.insert(arg);
+    if (fa3bench::cli::apply_arguments(argc, argv, option_specs(), "fa3-tune", true, o, &given)) {
+      result.exit_now = true;
+      result.message = tune_help_text();
+      return result;
     }
     if (o.quick && !given.count("--warmup")) o.warmup = kQuickWarmup;
     if (o.quick && !given.count("--iters")) o.iters = kQuickIters;
