@@ -324,7 +324,9 @@ struct ConsumerMainloop {
 
   // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
   // block j-1 (S_next and P_cur live in registers side by side), and the softmax of block j
-  // runs while the PV GEMM is still in flight.
+  // is placed before the wait for the PV GEMM. ptxas, however, hoists that wait to just after
+  // the row max, so only the max runs under the GEMM (fa3-sass shows it; bench/NOTES.md v2);
+  // run_double_p below is the form whose softmax stays under the GEMM.
   struct Pipelined {
     float s[Tr::kBlockN / 2];                   // S_next, then P_next in fp32
     uint32_t p_frag[Tr::kBlockN / 16][4];       // P_cur as the A operand of the PV GEMM
