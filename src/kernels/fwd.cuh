@@ -51,7 +51,6 @@ struct FwdTraits {
   static constexpr bool kPingpong = kCfg.pingpong;
   static constexpr bool kDoubleP = kCfg.double_p;
   static constexpr bool kPersistent = kCfg.persistent;
-  static constexpr int kThreads = kCfg.threads();
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
@@ -60,7 +59,6 @@ struct FwdTraits {
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
   static_assert(QTile::kBytes == kSmem.q_bytes && KVTile::kBytes == kSmem.kv_stage_bytes, "");
   static constexpr uint32_t kRowsPerWarpgroup = 64;
-  static constexpr uint32_t kQBytesPerWarpgroup = kRowsPerWarpgroup * kHeadDim * 2;
 };
 
 // Shared-memory addresses of one CTA.

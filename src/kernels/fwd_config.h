@@ -42,7 +42,6 @@ struct FwdConfig {
 // is stored as head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle,
 // the layout both TMA (SWIZZLE_128B) and the wgmma descriptors use.
 struct FwdSmemLayout {
-  static constexpr int kChunkCols = 64;  // 16-bit elements in one 128-byte swizzle row
   uint32_t q_offset, q_bytes;            // Q_i, reused for O_i in the epilogue
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
