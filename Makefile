@@ -41,7 +41,9 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_BLOCK_N=$(call fwd_num,$(1),n,6) -DFA3_STAGES=$(call fwd_num,$(1),s,7) \
             -DFA3_CONSUMER_WARPGROUPS=$(call fwd_num,$(1),w,8) \
             -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false) \
-            -DFA3_OVERLAP=$(if $(filter ov,$(call fwd_words,$(1))),true,false) \
+            -DFA3_OVERLAP=$(if $(filter ov ov3,$(call fwd_words,$(1))),true,false) \
+            -DFA3_THREE_STAGE=$(if $(filter ov3,$(call fwd_words,$(1))),true,false) \
+            -DFA3_WARP_SPECIALIZED=$(if $(filter nows,$(call fwd_words,$(1))),false,true) \
             -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \
             -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false) \
             -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false)

@@ -103,21 +103,23 @@ std::string kernel_variant(const std::string& kernel_name) {
   std::vector<std::string> tokens;
   std::stringstream in(kernel_name);
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
-  bool overlap = false, pingpong = false, no_warp_specialization = false;
+  bool overlap = false, three_stage = false, pingpong = false, no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
     const std::string& t = tokens[i];
     if (t == "causal") continue;
     if (t == "ov") overlap = true;
+    else if (t == "ov3") three_stage = true;
     else if (t == "pp") pingpong = true;
     else if (t == "nows") no_warp_specialization = true;
     else others.push_back(t);
   }
   std::string s = no_warp_specialization ? "no warp specialization" : "warp specialization";
   if (overlap) s += " + 2-stage GEMM-softmax pipelining (intra-warpgroup overlap)";
+  if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (pingpong) s += " + pingpong scheduling";
-  if (!overlap && !pingpong) s += ", no GEMM-softmax pipelining";
+  if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";
   for (const std::string& t : others) s += " + " + t;  // tokens this bench does not know yet
   return s;
 }

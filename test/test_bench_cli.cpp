@@ -307,6 +307,8 @@ TEST_CASE("the variant column reads the kernel name's tokens", "[cpu][bench]") {
   CHECK(both.find("pingpong") != std::string::npos);
   CHECK(both.find("overlap") != std::string::npos);
   CHECK(both.find("no GEMM-softmax") == std::string::npos);
+  CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n64_s2_w2_ov3_pp").find("3-stage") != std::string::npos);
+  CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n128_s2_w2_ov_nows").rfind("no warp specialization", 0) == 0);
   CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n128_s2_w2_zz").find("zz") != std::string::npos);
 }
 

@@ -452,6 +452,11 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_causal") == ws);
   CHECK(names("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp") == ws + " two_stage_pipeline");
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2") == ws + " fp8_qgmma");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp") == ws);  // Algorithm 4, not B.2
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows") ==
+        "no_spills tma_loads wgmma_used wgmma_not_serialized two_stage_pipeline");
+  CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),
+             Catch::Contains("persistent"));
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma two_stage_pipeline");
   CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") == ws);
   CHECK(names("fa3_quantize_e4m3") == "no_spills");

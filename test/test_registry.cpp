@@ -30,10 +30,36 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(pp->consumer_warpgroups == 3);
   CHECK(fa3::fwd_kernel_name(*pp) == "fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_causal");
 
+  const auto three = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp");
+  REQUIRE(three);
+  CHECK(three->overlap);
+  CHECK(three->three_stage);
+  CHECK(three->warp_specialized);
+  CHECK(fa3::fwd_kernel_name(*three) == "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp");
+
+  const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
+  REQUIRE(nows);
+  CHECK_FALSE(nows->warp_specialized);
+  CHECK_FALSE(nows->three_stage);
+  CHECK(nows->threads() == 256);
+  CHECK(nows->consumer_regs() == 0);
+  CHECK(fa3::fwd_kernel_name(*nows) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
+
+  const auto ps = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps");
+  REQUIRE(ps);
+  CHECK(ps->threads() == 384);
+  const fa3::FwdSmemLayout l = fa3::FwdSmemLayout::of(*ps);
+  CHECK(l.o_offset != l.q_offset);  // persistent: O has its own tile
+  CHECK(fa3::FwdSmemLayout::of(*nows).o_offset == fa3::FwdSmemLayout::of(*nows).q_offset);
+
   for (const char* bad : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_pp",         // pingpong needs overlap
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_pp_ov",      // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal_ov",  // flag order
                           "fa3_fwd_bf16_d256_m128_n96_s2_w2",             // shared memory
+                          "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp_ps",   // smem: Q, K, V and O
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_p2",      // ov3 excludes p2
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_ps_nows",  // nows: not persistent
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_nows_ov",     // flag order
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16

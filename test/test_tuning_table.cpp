@@ -330,7 +330,8 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
     CHECK(error_of(doc) == kPrefix +
                                "entries[8].config has unknown key \"clusters\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, overlap, double_p, pingpong, persistent, causal)");
+                               "consumer_regs, overlap, double_p, pingpong, persistent, three_stage, "
+                               "warp_specialized, causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -515,6 +516,6 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
         "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"double_p\":false,"
-        "\"pingpong\":true,\"persistent\":false,"
-        "\"causal\":true}");
+        "\"pingpong\":true,\"persistent\":false,\"three_stage\":false,"
+        "\"warp_specialized\":true,\"causal\":true}");
 }

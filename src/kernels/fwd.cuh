@@ -1,17 +1,22 @@
 // FlashAttention-3 forward, warp-specialized (paper Algorithm 1), optionally with
-// intra-warpgroup GEMM-softmax pipelining (Algorithm 2) and pingpong scheduling (Section 3.1).
+// intra-warpgroup GEMM-softmax pipelining (Algorithm 2, or the 3-stage Algorithm 4) and
+// pingpong scheduling (Section 3.1).
 //
 // One CTA computes O_i for a block of block_m query rows of one (batch, head):
 //   warpgroup 0       producer: one thread issues TMA loads of Q_i once and of K_j, V_j into
 //                     an s-stage circular buffer; the warpgroup gives its registers away.
 //   warpgroups 1..W   consumers: each owns 64 query rows; S = Q K^T (SS-wgmma), online
 //                     softmax in fp32, P in 16-bit registers, O += P V (RS-wgmma).
+// Without warp specialization (the paper's ablation) there is no producer warpgroup: the
+// first consumer thread issues the loads between its own GEMMs (InlineLoader).
 // Key blocks are visited from the last to the first, so the blocks that need masking (the
 // causal diagonal, the seqlen_k tail) come first, while the row max is still being found.
 #pragma once
 
 #include <math.h>
 #include <stdint.h>
+
+#include <type_traits>
 
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_params.h"
@@ -51,11 +56,13 @@ struct FwdTraits {
   static constexpr bool kPingpong = kCfg.pingpong;
   static constexpr bool kDoubleP = kCfg.double_p;
   static constexpr bool kPersistent = kCfg.persistent;
+  static constexpr bool kThreeStage = kCfg.three_stage;
+  static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
 
-  using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, then O_i
+  using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
   static_assert(QTile::kBytes == kSmem.q_bytes && KVTile::kBytes == kSmem.kv_stage_bytes, "");
   static constexpr uint32_t kRowsPerWarpgroup = 64;
@@ -64,15 +71,16 @@ struct FwdTraits {
 // Shared-memory addresses of one CTA.
 template <class Tr>
 struct FwdSmem {
-  uint32_t q, k, v;  // tile bases (1024-byte aligned)
-  uint32_t q_full;   // mbarrier: Q_i landed
-  uint32_t q_empty;  // mbarrier: every consumer warpgroup's O store has read the Q/O tile
+  uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
+  uint32_t q_full;      // mbarrier: Q_i landed
+  uint32_t q_empty;     // mbarrier (persistent): every consumer warp's last QK^T has read Q_i
   tile::TmaPipeline<Tr::kStages> k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
     q = base + Tr::kSmem.q_offset;
     k = base + Tr::kSmem.k_offset;
     v = base + Tr::kSmem.v_offset;
+    o = base + Tr::kSmem.o_offset;
     const uint32_t bars = base + Tr::kSmem.barrier_offset;
     q_full = bars;
     q_empty = bars + 8;
@@ -130,9 +138,39 @@ __device__ __forceinline__ void for_each_tile(const FwdParams& p, Body&& body) {
   }
 }
 
+// Lines 4-5: Q_i, one 64 x 64 box per consumer warpgroup and column chunk. (Q is loaded even
+// for a tile without keys: the consumers wait for it either way.)
+template <class Tr>
+__device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                       const FwdWork<Tr>& w) {
+  ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
+  for (int wg = 0; wg < Tr::kConsumers; ++wg)
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
+                       &p.tma_q, sm.q_full, c * 64,
+                       w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
+}
+
+// Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
+// consumers released it. Rows past seqlen_k are zero-filled by TMA (and masked by the
+// consumers).
+template <class Tr>
+__device__ __forceinline__ void load_kv_block(const TensorMapBytes* map,
+                                              const tile::TmaPipeline<Tr::kStages>& pipe,
+                                              uint32_t stage_base,
+                                              const tile::PipelineState<Tr::kStages>& st,
+                                              int n_block, int kv_head, int batch) {
+  pipe.producer_acquire(st);
+  const uint32_t full = pipe.producer_commit(st, Tr::KVTile::kBytes);
+  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+    ptx::tma_load_4d(stage_base + c * Tr::KVTile::kChunkBytes, map, full, c * 64,
+                     n_block * Tr::kBlockN, kv_head, batch);
+}
+
 // Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup), for every
 // tile of this CTA. The K/V pipeline runs on across tiles: the next tile's K and V load
-// while the consumers finish the current one.
+// while the consumers finish the current one, and the next Q as soon as every consumer
+// warp's last QK^T GEMM of this tile has read Q (O has its own tile when persistent).
 template <class Tr>
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<Tr>& sm) {
   ptx::prefetch_tensormap(&p.tma_q);
@@ -143,36 +181,57 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   for_each_tile<Tr>(p, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
     const int kv_head = w.head / p.heads_per_kv_head;
-
-    // Lines 4-5: Q_i, one 64 x 64 box per consumer warpgroup and column chunk, into the tile
-    // the previous tile's O went out through: wait until all its O stores have read it. (Q
-    // is loaded even for a tile without keys: the consumers wait for it either way.)
     if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
-    ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
-    for (int wg = 0; wg < Tr::kConsumers; ++wg)
-      for (int c = 0; c < Tr::QTile::kChunks; ++c)
-        ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
-                         &p.tma_q, sm.q_full, c * 64,
-                         w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
-
-    // Lines 6-10: K_j and V_j into stage j % s once the consumers released it. Rows past
-    // seqlen_k are zero-filled by TMA (and masked by the consumers).
+    load_q<Tr>(p, sm, w);
+    // Lines 6-10: K_j and V_j into stage j % s.
     for (int it = 0; it < w.n_blocks; ++it) {
       const int n_block = w.n_blocks - 1 - it;
-      sm.k_pipe.producer_acquire(st);
-      const uint32_t k_full = sm.k_pipe.producer_commit(st, Tr::KVTile::kBytes);
-      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-        ptx::tma_load_4d(sm.k_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_k, k_full,
-                         c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
-      sm.v_pipe.producer_acquire(st);
-      const uint32_t v_full = sm.v_pipe.producer_commit(st, Tr::KVTile::kBytes);
-      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-        ptx::tma_load_4d(sm.v_stage(st.index) + c * Tr::KVTile::kChunkBytes, &p.tma_v, v_full,
-                         c * 64, n_block * Tr::kBlockN, kv_head, w.batch);
+      load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(st.index), st, n_block, kv_head, w.batch);
+      load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(st.index), st, n_block, kv_head, w.batch);
       st.advance();
     }
   });
 }
+
+// Without warp specialization: the loads of one tile, issued by the CTA's first consumer
+// thread. Q and the first `stages` K and V blocks go out before the mainloop; after that
+// each K (V) block is loaded right after this thread released the stage it goes into,
+// waiting there until every consumer warp has released it. The waits tie the consumer
+// warpgroups together: the cost the paper's ablation measures.
+template <class Tr>
+struct InlineLoader {
+  int n_blocks = 0, kv_head = 0, batch = 0;
+  int k_next = 0, v_next = 0;                 // the next K / V block to load, in visiting order
+  tile::PipelineState<Tr::kStages> k_st, v_st;  // and the stage it goes into
+
+  __device__ __forceinline__ void load_k(const FwdParams& p, const FwdSmem<Tr>& sm) {
+    if (k_next >= n_blocks) return;
+    load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(k_st.index), k_st, n_blocks - 1 - k_next,
+                      kv_head, batch);
+    k_st.advance();
+    ++k_next;
+  }
+  __device__ __forceinline__ void load_v(const FwdParams& p, const FwdSmem<Tr>& sm) {
+    if (v_next >= n_blocks) return;
+    load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(v_st.index), v_st, n_blocks - 1 - v_next,
+                      kv_head, batch);
+    v_st.advance();
+    ++v_next;
+  }
+  __device__ __forceinline__ void start(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                        const FwdWork<Tr>& w) {
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
+    n_blocks = w.n_blocks;
+    kv_head = w.head / p.heads_per_kv_head;
+    batch = w.batch;
+    load_q<Tr>(p, sm, w);
+    for (int s = 0; s < Tr::kStages; ++s) {
+      load_k(p, sm);
+      load_v(p, sm);
+    }
+  }
+};
 
 // Sets S to -inf where the key is past seqlen_k or, for causal, after the query's diagonal.
 template <class Tr>
@@ -218,8 +277,11 @@ struct ConsumerMainloop {
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile
+  uint32_t o_rows;  // and of the O tile
   tile::OnlineSoftmax softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
+  bool is_loader = false;     // without warp specialization: this thread issues the loads
+  InlineLoader<Tr> loader{};
 
   // S = Q_i K_j^T for the key block in K stage `st` (one committed wgmma group, not waited).
   __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
@@ -257,11 +319,22 @@ struct ConsumerMainloop {
     for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
   }
   // One lane per warp hands a stage back, once the warp's wgmma reading it has completed.
-  __device__ __forceinline__ void release_k(const tile::PipelineState<Tr::kStages>& st) const {
+  // Without warp specialization the loading thread then refills it (waiting for the others).
+  __device__ __forceinline__ void release_k(const tile::PipelineState<Tr::kStages>& st) {
     if (lane == 0) sm.k_pipe.consumer_release(st);
+    if constexpr (!Tr::kWarpSpecialized)
+      if (is_loader) loader.load_k(p, sm);
   }
-  __device__ __forceinline__ void release_v(const tile::PipelineState<Tr::kStages>& st) const {
+  __device__ __forceinline__ void release_v(const tile::PipelineState<Tr::kStages>& st) {
     if (lane == 0) sm.v_pipe.consumer_release(st);
+    if constexpr (!Tr::kWarpSpecialized)
+      if (is_loader) loader.load_v(p, sm);
+  }
+  // Persistent: once every QK^T GEMM of the tile has completed, Q_i may be overwritten by the
+  // next tile's Q while the last PV GEMM and the epilogue run.
+  __device__ __forceinline__ void release_q() const {
+    if constexpr (Tr::kPersistent)
+      if (lane == 0) ptx::mbarrier_arrive(sm.q_empty);
   }
 
   // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
@@ -296,6 +369,7 @@ struct ConsumerMainloop {
     int it = 0;
     for (; it < n_masked; ++it) sequential_step<true>(o, n_blocks - 1 - it, st, turns);
     for (; it < n_blocks; ++it) sequential_step<false>(o, n_blocks - 1 - it, st, turns);
+    release_q();
     next_stage = st;
   }
 
@@ -371,6 +445,7 @@ struct ConsumerMainloop {
     for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
 
     // Lines 18-19: the last PV.
+    release_q();
     sm.v_pipe.consumer_wait(x.v_st);
     turns.begin();
     issue_pv(o, x.p_frag, x.v_st);
@@ -426,6 +501,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void double_p_finish(float (&o)[Tr::kHeadDim / 2], DoubleP& x,
                                                   PFrag& p_last,
                                                   const TurnScheduler<Tr>& turns) {
+    release_q();
     sm.v_pipe.consumer_wait(x.v_cur);
     turns.begin();
     ptx::wgmma_wait_group<0>();
@@ -439,96 +515,231 @@ struct ConsumerMainloop {
     release_v(x.v_cur);
   }
 
+  // How many of the steps it = 1 .. n_blocks - 1 (the blocks after the first) need the mask.
+  __device__ __forceinline__ int masked_steps(int n_blocks) const {
+    return min(n_blocks - 1, max(0, masked_iterations(n_blocks) - 1));
+  }
+  // Runs step(Bool<mask>, Bool<parity>, it) for the steps it = 1 .. steps of a loop whose
+  // register buffers alternate between steps: in pairs of parity 0 then 1, so each buffer
+  // stays a compile-time name. Steps 1 .. masked need the mask: the masked pairs round that
+  // up to even (masking an extra block is harmless) unless that passes the last step; then
+  // the last step is a lone one and takes the mask itself. Returns whether `steps` was odd.
+  template <class Step>
+  __device__ __forceinline__ static bool paired_steps(int steps, int masked, Step&& step) {
+    using T = std::true_type;
+    using F = std::false_type;
+    const int masked_pairs_end = min(steps, (masked + 1) & ~1);
+    int it = 1;
+    for (; it + 1 <= masked_pairs_end; it += 2) {
+      step(T{}, F{}, it);
+      step(T{}, T{}, it + 1);
+    }
+    for (; it + 1 <= steps; it += 2) {
+      step(F{}, F{}, it);
+      step(F{}, T{}, it + 1);
+    }
+    if (it > steps) return false;
+    if (it <= masked) step(T{}, F{}, it);
+    else step(F{}, F{}, it);
+    return true;
+  }
+  template <bool Second, class Buf>
+  __device__ __forceinline__ static Buf& pick(Buf& first, Buf& second) {
+    if constexpr (Second) return second;
+    else return first;
+  }
+
   __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
     DoubleP x;
     x.k_st = next_stage;
-    // Steps 1..n_blocks-1 follow the first block; the first `masked` of them need the mask.
-    // Pairs of steps keep the buffers compile-time names: the masked pairs round `masked` up
-    // to even (masking an extra block is harmless), unless that would pass the last step;
-    // then the last step is a lone one and takes the mask itself.
-    const int steps = n_blocks - 1;
-    const int masked = min(steps, max(0, masked_iterations(n_blocks) - 1));
-    const int masked_pairs_end = min(steps, (masked + 1) & ~1);
-
     first_block(x.s, x.p_a, x.rescale, x.k_st, n_blocks, masked_iterations(n_blocks) > 0, turns);
     x.v_cur = x.k_st;
     x.k_st.advance();
+    // Step of parity 0 issues PV with p_a and writes the new P into p_b; parity 1 the reverse.
+    const bool odd = paired_steps(n_blocks - 1, masked_steps(n_blocks), [&](auto mask, auto parity, int it) {
+      constexpr bool kOne = decltype(parity)::value;
+      double_p_step<decltype(mask)::value>(o, n_blocks - 1 - it, x, pick<kOne>(x.p_a, x.p_b),
+                                           pick<kOne>(x.p_b, x.p_a), turns);
+    });
+    // (Branches, not a selected reference: registers cannot be indexed at run time.)
+    if (odd) double_p_finish(o, x, x.p_b, turns);
+    else double_p_finish(o, x, x.p_a, turns);
+    next_stage = x.k_st;
+  }
 
-    int it = 1;
-    for (; it + 1 <= masked_pairs_end; it += 2) {
-      double_p_step<true>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
-      double_p_step<true>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
+  // Paper Algorithm 4 (Config::three_stage): step j issues QK^T_{j+1} and PV_{j-1}, and runs
+  // the softmax of block j, whose S the previous step computed, under both. Two S and two P
+  // buffers alternate between steps.
+  struct ThreeStage {
+    float s_a[Tr::kBlockN / 2], s_b[Tr::kBlockN / 2];
+    PFrag p_a, p_b;
+    float rescale[2];                       // from the latest softmax, for O before its PV
+    tile::PipelineState<Tr::kStages> k_st;  // stage of block j+1 (its QK^T is issued next)
+    tile::PipelineState<Tr::kStages> v_st;  // stage of block j-1 (its PV is issued next)
+  };
+
+  // HasNext: a compile-time choice, as a conditional wgmma makes ptxas serialize them all.
+  template <bool Mask, bool HasNext>
+  __device__ __forceinline__ void three_stage_step(float (&o)[Tr::kHeadDim / 2], int it,
+                                                   int n_blocks, ThreeStage& x,
+                                                   float (&s_cur)[Tr::kBlockN / 2],
+                                                   float (&s_next)[Tr::kBlockN / 2],
+                                                   PFrag& p_cur, PFrag& p_next,
+                                                   const TurnScheduler<Tr>& turns) {
+    if (HasNext) sm.k_pipe.consumer_wait(x.k_st);  // Algorithm 4 line 8
+    sm.v_pipe.consumer_wait(x.v_st);               // line 10
+    turns.begin();
+    if (HasNext) issue_qk(s_next, x.k_st);  // line 9: S_next, not waited for
+    rescale_o(o, x.rescale);                 // line 11
+    issue_pv(o, p_cur, x.v_st);              // line 12: O += P_{j-1} V_{j-1}, not waited for
+    turns.end();
+    softmax_block<Mask>(s_cur, n_blocks - 1 - it, x.rescale);  // line 13, under both GEMMs
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s_cur, p_next);
+    ptx::wgmma_wait_group<0>();  // line 14
+    tile::pin_registers(o);
+    if (HasNext) {
+      tile::pin_registers(s_next);
+      release_k(x.k_st);
+      x.k_st.advance();
     }
-    for (; it + 1 <= steps; it += 2) {
-      double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
-      double_p_step<false>(o, n_blocks - 2 - it, x, x.p_b, x.p_a, turns);
+    release_v(x.v_st);
+    x.v_st.advance();
+  }
+
+  __device__ __forceinline__ void run_three_stage(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                                  const TurnScheduler<Tr>& turns) {
+    ThreeStage x;
+    x.v_st = next_stage;
+    x.k_st = next_stage;
+    // Lines 2-6: S_0, then S_1 in flight while the softmax of block 0 runs.
+    sm.k_pipe.consumer_wait(x.k_st);
+    turns.begin();
+    issue_qk(x.s_a, x.k_st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(x.s_a);
+    release_k(x.k_st);
+    x.k_st.advance();
+    const bool second = n_blocks > 1;
+    if (second) {
+      sm.k_pipe.consumer_wait(x.k_st);
+      turns.begin();
+      issue_qk(x.s_b, x.k_st);
+      turns.end();
     }
-    if (it <= steps) {  // a lone last step (P_cur in p_a), masked if it is one of the first
-      if (it <= masked) double_p_step<true>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
-      else double_p_step<false>(o, n_blocks - 1 - it, x, x.p_a, x.p_b, turns);
-      double_p_finish(o, x, x.p_b, turns);
+    if (masked_iterations(n_blocks) > 0) softmax_block<true>(x.s_a, n_blocks - 1, x.rescale);
+    else softmax_block<false>(x.s_a, n_blocks - 1, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s_a, x.p_a);
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(x.s_b);
+    if (second) {
+      release_k(x.k_st);
+      x.k_st.advance();
+    }
+    // Lines 7-17 for blocks 1 .. n_blocks - 2, each with a next block. Parity 0: S_j in s_b,
+    // S_{j+1} into s_a, P_{j-1} in p_a, P_j into p_b.
+    const int masked = masked_steps(n_blocks);
+    auto step = [&](auto mask, auto parity, int it, auto has_next) {
+      constexpr bool kOne = decltype(parity)::value;
+      three_stage_step<decltype(mask)::value, decltype(has_next)::value>(
+          o, it, n_blocks, x, pick<kOne>(x.s_b, x.s_a), pick<kOne>(x.s_a, x.s_b),
+          pick<kOne>(x.p_a, x.p_b), pick<kOne>(x.p_b, x.p_a), turns);
+    };
+    // The last block's step (no next QK^T), then lines 18-24, the last PV, with P_last in
+    // `p_last`.
+    auto finish = [&](auto& p_last) {
+      release_q();
+      sm.v_pipe.consumer_wait(x.v_st);
+      turns.begin();
+      rescale_o(o, x.rescale);
+      issue_pv(o, p_last, x.v_st);
+      turns.end();
+      ptx::wgmma_wait_group<0>();
+      tile::pin_registers(o);
+      release_v(x.v_st);
+    };
+    using T = std::true_type;
+    using F = std::false_type;
+    if (n_blocks == 1) {
+      finish(x.p_a);
     } else {
-      double_p_finish(o, x, x.p_a, turns);
+      const bool odd = paired_steps(n_blocks - 2, min(masked, n_blocks - 2),
+                                    [&](auto mask, auto parity, int it) { step(mask, parity, it, T{}); });
+      const int last = n_blocks - 1;
+      // (Branches, not selected references: registers cannot be indexed at run time.)
+      if (odd) {
+        if (last <= masked) step(T{}, T{}, last, F{});
+        else step(F{}, T{}, last, F{});
+        finish(x.p_a);
+      } else {
+        if (last <= masked) step(T{}, F{}, last, F{});
+        else step(F{}, F{}, last, F{});
+        finish(x.p_b);
+      }
     }
     next_stage = x.k_st;
   }
 };
 
-// Lines 24-25 for one tile: O_i = diag(l)^-1 O_i and L_i; O_i goes to shared memory over
-// this warpgroup's own Q rows (its last wgmma reading them has completed), one thread stores
-// it with TMA (which clips the rows past seqlen_q) and, once the store has read the tile,
-// hands it back to the producer for the next tile's Q.
+// Lines 24-25 for one tile: O_i = diag(l)^-1 O_i and L_i. O_i goes to shared memory and one
+// thread stores it with TMA (which clips the rows past seqlen_q). Non-persistent: O_i goes
+// over this warpgroup's own Q rows (its last wgmma reading them has completed). Persistent:
+// into the O tile, once the store of the previous tile has read it; nobody waits for this
+// store until the next tile's epilogue (or the end of the kernel).
 template <class Tr>
-__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<Tr>& sm,
-                                             const FwdWork<Tr>& w, int wg, int first_row,
-                                             const ConsumerMainloop<Tr>& loop,
+__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<Tr>& w, int wg,
+                                             int k, const ConsumerMainloop<Tr>& loop,
                                              float (&o)[Tr::kHeadDim / 2]) {
   const int thread_in_wg = loop.thread_in_wg, lane = loop.lane;
   float inv_sum[2], lse[2];
   loop.softmax.finalize(inv_sum, lse);
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
+  if (Tr::kPersistent && k > 0) {
+    if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
+    ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+  }
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; e += 2) {
     const int row = tile::AccLayout::row(thread_in_wg, e), col = tile::AccLayout::col(thread_in_wg, e);
     const uint32_t packed = Tr::kIsBF16 ? ptx::pack_bf16x2(o[e], o[e + 1])
                                         : ptx::pack_f16x2(o[e], o[e + 1]);
-    ptx::st_shared_u32(loop.q_rows + Tr::QTile::offset(row, col), packed);
+    ptx::st_shared_u32(loop.o_rows + Tr::QTile::offset(row, col), packed);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
   ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
   if (thread_in_wg == 0) {
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_store_4d(&p.tma_o, loop.q_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row,
-                        w.head, w.batch);
+      ptx::tma_store_4d(&p.tma_o, loop.o_rows + c * Tr::QTile::kChunkBytes, c * 64,
+                        loop.first_row, w.head, w.batch);
     ptx::bulk_commit_group();
   }
   if (p.lse != nullptr && lane % 4 == 0) {
     for (int h = 0; h < 2; ++h) {
-      const int row = first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
+      const int row = loop.first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
       if (row < p.seqlen_q) {
         const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
         p.lse[bh * p.seqlen_q + row] = lse[h];
       }
     }
   }
-  if (thread_in_wg == 0) {
-    ptx::bulk_wait_group_read<0>();   // the store has read the tile: it may be overwritten
-    ptx::mbarrier_arrive(sm.q_empty);
-  }
 }
 
-// Paper Algorithm 1, lines 11-25 (Algorithm 2 with overlap), for consumer warpgroup `wg`,
-// for every tile of this CTA.
+// Paper Algorithm 1, lines 11-25 (Algorithm 2 or 4 with overlap), for consumer warpgroup
+// `wg`, for every tile of this CTA.
 template <class Tr>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
   const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
   const TurnScheduler<Tr> turns(wg);
   ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0,
-                            sm.q + wg * Tr::kRowsPerWarpgroup * 128, {}, {}};
+                            sm.q + wg * Tr::kRowsPerWarpgroup * 128,
+                            sm.o + wg * Tr::kRowsPerWarpgroup * 128, {}, {}};
+  loop.is_loader = !Tr::kWarpSpecialized && threadIdx.x == 0;
   for_each_tile<Tr>(p, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
+    if constexpr (!Tr::kWarpSpecialized)
+      if (loop.is_loader) loop.loader.start(p, sm, w);
     loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
     // Line 13.
     float o[Tr::kHeadDim / 2];
@@ -536,12 +747,17 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
     loop.softmax.init();
     tile::mbarrier_wait(sm.q_full, k & 1);  // line 14
     if (w.n_blocks > 0) {
-      if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
+      if constexpr (Tr::kThreeStage) loop.run_three_stage(o, w.n_blocks, turns);
+      else if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
       else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
       else loop.run_sequential(o, w.n_blocks, turns);
+    } else {
+      loop.release_q();
     }
-    fwd_epilogue<Tr>(p, sm, w, wg, loop.first_row, loop, o);
+    fwd_epilogue<Tr>(p, w, wg, k, loop, o);
   });
+  // Shared memory must outlive the reads of the last O store.
+  if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
 }
 
 template <class C>
@@ -555,15 +771,17 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
 
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.q_full, 1);
-    ptx::mbarrier_init(sm.q_empty, Tr::kConsumers);  // one arrival per consumer warpgroup
-    sm.k_pipe.init(4 * Tr::kConsumers);  // one arrival per consumer warp
+    ptx::mbarrier_init(sm.q_empty, 4 * Tr::kConsumers);  // one arrival per consumer warp
+    sm.k_pipe.init(4 * Tr::kConsumers);
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
-  if (warpgroup == 0) {
+  if constexpr (!Tr::kWarpSpecialized) {
+    fwd_consumer<Tr>(p, sm, warpgroup);
+  } else if (warpgroup == 0) {
     // Line 3: the producer needs few registers; give them to the consumers.
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0) fwd_producer<Tr>(p, sm);

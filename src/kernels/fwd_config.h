@@ -29,20 +29,36 @@ struct FwdConfig {
   bool double_p = false;
   // Persistent grid (one CTA per SM) walking the tiles with a static round-robin schedule;
   // causal tiles are ordered longest first across all heads. Otherwise one CTA per tile.
+  // O gets its own shared-memory tile, so the next tile's Q loads while this tile's last
+  // GEMMs and its epilogue run.
   bool persistent = false;
+  // With overlap: 3-stage pipelining (paper Algorithm 4): QK^T of block j+1 and PV of block
+  // j-1 are both in flight while the softmax of block j runs. Needs a second S and a second P
+  // in registers (block_n/2 + block_n/4 more), so it only fits small key blocks.
+  bool three_stage = false;
+  // A producer warpgroup issues the loads and gives its registers away (paper Algorithm 1).
+  // Without it (the ablation of the paper's Table 2), one consumer thread issues every TMA
+  // load between its own GEMMs and every warpgroup keeps the launch's register share.
+  bool warp_specialized = true;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
-  constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
-  constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
-  constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
+  // Without warp specialization there is no split: 0 for both.
+  constexpr int producer_regs() const {
+    return !warp_specialized ? 0 : consumer_warpgroups == 2 ? 24 : 32;
+  }
+  constexpr int consumer_regs() const {
+    return !warp_specialized ? 0 : consumer_warpgroups == 2 ? 240 : 160;
+  }
+  constexpr int threads() const { return 128 * ((warp_specialized ? 1 : 0) + consumer_warpgroups); }
 };
 
 // Shared-memory plan of a forward CTA, in bytes from a 1024-byte aligned base. Every tile
 // is stored as head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle,
 // the layout both TMA (SWIZZLE_128B) and the wgmma descriptors use.
 struct FwdSmemLayout {
-  uint32_t q_offset, q_bytes;            // Q_i, reused for O_i in the epilogue
+  uint32_t q_offset, q_bytes;            // Q_i
+  uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or its own tile if persistent
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
   uint32_t barrier_offset;               // mbarriers: q_full, q_empty, k_full[s], k_empty[s],
@@ -56,7 +72,8 @@ struct FwdSmemLayout {
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = l.q_offset + l.q_bytes;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
-    l.barrier_offset = l.v_offset + l.kv_stage_bytes * c.stages;
+    l.o_offset = c.persistent ? l.v_offset + l.kv_stage_bytes * c.stages : l.q_offset;
+    l.barrier_offset = c.persistent ? l.o_offset + l.q_bytes : l.v_offset + l.kv_stage_bytes * c.stages;
     const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages);
     l.total_bytes = l.barrier_offset + barrier_bytes + 1024;  // +1024: base alignment slack
     return l;
@@ -64,15 +81,17 @@ struct FwdSmemLayout {
 };
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
-// Pingpong orders whole GEMM pairs of the pipelined loop, and double_p is a form of that
-// loop, so both need overlap.
+// Pingpong orders whole GEMM pairs of the pipelined loop, and double_p and three_stage are
+// forms of that loop, so all need overlap. Without warp specialization the loads are issued
+// by a consumer for its own tile: one tile per CTA, not persistent.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
          c.block_m == 64 * c.consumer_warpgroups &&
          c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
          c.stages >= 1 && c.stages <= 4 && (!c.pingpong || c.overlap) &&
-         (!c.double_p || c.overlap) &&
+         (!c.double_p || c.overlap) && (!c.three_stage || (c.overlap && !c.double_p)) &&
+         (c.warp_specialized || !c.persistent) &&
          // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
          FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;
 }

@@ -1,27 +1,32 @@
 # The kernels compiled into libfa3, by name. A name is the whole config of its kernel
 # (grammar in src/runtime/kernel_registry.h); the Makefile derives compile definitions
 # from it. Add a config here to build it; the tuning table decides when it runs.
-#   _ov  intra-warpgroup GEMM-softmax pipelining (paper Algorithm 2)
+#   _ov  intra-warpgroup 2-stage GEMM-softmax pipelining (paper Algorithm 2)
+#   _ov3 3-stage pipelining (paper Algorithm 4, kept for the comparison the paper makes):
+#        a second S and P in registers; fits d128 up to n80 (n96 spills)
 #   _p2  with overlap: P in two register buffers, no wait_group 0 in the loop (needs
 #        block_n/4 more registers: fits d64 n128 and d128 n112 (n96 causal), spills at
 #        d128 n128 and d256)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
-#   _ps  persistent grid: one CTA per SM walks the tiles round-robin (the tile loop's state
-#        spills at the register edge: not built for d64 w3 causal, d128 n176 causal, d256 n80)
+#   _ps  persistent grid: one CTA per SM walks the tiles round-robin, O in its own tile so
+#        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
+#        d128 n176; the tile loop's state spills d64 w3 causal)
+#   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
   d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
   d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
-  d64_m192_n128_s2_w3_ov_pp_ps \
+  d64_m192_n128_s2_w3_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_causal \
   d64_m128_n128_s2_w2_ov_p2_pp d64_m128_n128_s2_w2_ov_p2_pp_causal \
   d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
   d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
   d128_m128_n128_s2_w2_ov_pp d128_m128_n128_s2_w2_ov_pp_causal \
   d128_m128_n176_s2_w2_ov_pp d128_m128_n176_s2_w2_ov_pp_causal \
   d128_m128_n128_s2_w2_ov_pp_ps d128_m128_n128_s2_w2_ov_pp_ps_causal \
-  d128_m128_n176_s2_w2_ov_pp_ps \
   d128_m128_n112_s2_w2_ov_pp d128_m128_n112_s2_w2_ov_pp_causal \
   d128_m128_n112_s2_w2_ov_p2_pp d128_m128_n96_s2_w2_ov_p2_pp_causal \
+  d128_m128_n64_s2_w2_ov3_pp d128_m128_n80_s2_w2_ov3_pp d128_m128_n64_s2_w2_ov3_pp_causal \
+  d128_m128_n128_s2_w2_ov_nows d128_m128_n128_s2_w2_ov_nows_causal \
   d256_m128_n64_s2_w2 d256_m128_n64_s2_w2_causal \
   d256_m128_n64_s2_w2_ov_pp d256_m128_n64_s2_w2_ov_pp_causal \
   d256_m128_n80_s2_w2_ov_pp d256_m128_n80_s2_w2_ov_pp_causal

@@ -38,7 +38,7 @@ int number_after(const std::string& token, char prefix) {
 
 std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   const std::vector<std::string> t = split(name, '_');
-  if (t.size() < 8 || t.size() > 13) return std::nullopt;
+  if (t.size() < 8 || t.size() > 14) return std::nullopt;
   if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
   FwdConfig c;
   if (t[2] == "f16") c.dtype = DType::F16;
@@ -49,12 +49,14 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov, p2, pp, ps, causal.
+  // Optional flags, in this order: ov or ov3, p2, pp, ps, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
+  else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
   if (i < t.size() && t[i] == "p2") c.double_p = true, ++i;
   if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
   if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
+  if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
   if (i < t.size() && t[i] == "causal") c.causal = true, ++i;
   if (i != t.size()) return std::nullopt;
   if (!fwd_config_is_valid(c)) return std::nullopt;
@@ -69,10 +71,11 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   s += "_n" + std::to_string(c.block_n);
   s += "_s" + std::to_string(c.stages);
   s += "_w" + std::to_string(c.consumer_warpgroups);
-  if (c.overlap) s += "_ov";
+  if (c.overlap) s += c.three_stage ? "_ov3" : "_ov";
   if (c.double_p) s += "_p2";
   if (c.pingpong) s += "_pp";
   if (c.persistent) s += "_ps";
+  if (!c.warp_specialized) s += "_nows";
   if (c.causal) s += "_causal";
   return s;
 }

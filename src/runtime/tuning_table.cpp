@@ -461,6 +461,8 @@ Json fwd_config_json(const FwdConfig& c) {
               {"double_p", c.double_p},
               {"pingpong", c.pingpong},
               {"persistent", c.persistent},
+              {"three_stage", c.three_stage},
+              {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }
 

@@ -79,7 +79,11 @@ struct FlagToken {
 const FlagToken kFlags[] = {
     {"causal", &KernelTraits::causal},
     {"ov", &KernelTraits::overlap},
+    {"ov3", &KernelTraits::three_stage},
+    {"p2", &KernelTraits::double_p},
     {"pp", &KernelTraits::pingpong},
+    {"ps", &KernelTraits::persistent},
+    {"nows", &KernelTraits::no_warp_specialization},
 };
 
 std::optional<int> number_after(const std::string& token, char prefix) {
@@ -156,13 +160,13 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
   // Rules, not a table of names: a kernel gets every check its traits call for.
   const std::vector<std::pair<CheckId, bool>> rules = {
       {CheckId::NoSpills, true},
-      {CheckId::SetMaxReg, t.warp_specialized},
+      {CheckId::SetMaxReg, t.warp_specialized && !t.no_warp_specialization},
       {CheckId::TmaLoads, t.warp_specialized},
       {CheckId::WgmmaUsed, t.matrix_kernel},
       // A kernel we know nothing about may still use wgmma; serialization is never wanted.
       {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
       {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
-      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap},
+      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && !t.three_stage},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)
@@ -180,7 +184,11 @@ std::string describe(const KernelTraits& t) {
     if (value) s += std::string(" ") + prefix + std::to_string(*value);
   if (t.causal) s += ", causal";
   if (t.overlap) s += ", 2-stage overlap";
+  if (t.three_stage) s += ", 3-stage overlap";
+  if (t.double_p) s += ", two P buffers";
   if (t.pingpong) s += ", pingpong";
+  if (t.persistent) s += ", persistent";
+  if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {
     s += ", unknown tokens:";
     for (const std::string& u : t.unknown_tokens) s += " " + u;

@@ -19,7 +19,7 @@ enum class CheckId {
   WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
   WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
   Fp8UsesQgmma,        // fp8 kernels: QGMMA
-  TwoStagePipeline,    // _ov kernels: the paper's Appendix B.2 SASS pattern
+  TwoStagePipeline,    // _ov kernels (2-stage): the paper's Appendix B.2 SASS pattern
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
@@ -34,6 +34,10 @@ struct KernelTraits {
   bool causal = false;
   bool overlap = false;           // intra-warpgroup 2-stage GEMM-softmax pipelining (paper 3.2)
   bool pingpong = false;          // inter-warpgroup pingpong scheduling (paper 3.1)
+  bool three_stage = false;       // _ov3: 3-stage pipelining (paper Algorithm 4), not B.2's
+  bool double_p = false;          // _p2: two P register buffers
+  bool persistent = false;        // _ps: persistent grid
+  bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
   bool warp_specialized = false;  // producer warpgroup + setmaxnreg
   bool fp8 = false;
