@@ -197,6 +197,59 @@ TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu]
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: causal persistent kernels get one tile counter per stream",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_causal";
+  auto launch = [&](uintptr_t stream) {
+    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                    reinterpret_cast<void*>(stream)) == FA3_OK);
+    unsigned grid = 0, block = 0, smem = 0;
+    fa3::FwdParams params;
+    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+    CHECK(grid == 132u);
+    // K and V of one head (700 keys x 128 x 2 bytes, twice) are far below 32 MiB: every
+    // (batch, head) pair of the problem is in one L2 group.
+    CHECK(params.l2_group == 8 * 3);
+    return params.tile_counter;
+  };
+  uint32_t* a = launch(0x10);
+  uint32_t* b = launch(0x20);
+  CHECK(a != nullptr);
+  CHECK(b != nullptr);
+  CHECK(a != b);             // streams that may run at once never share a counter
+  CHECK(launch(0x10) == a);  // launches in one stream run in order: they share one
+  const std::string calls = fake().calls();
+  CHECK(FakeCuda::count(calls, "cuMemAlloc") == 1);  // one chunk holds many counters
+  CHECK(FakeCuda::count(calls, "cuMemsetD32") == 1);
+  // A non-causal persistent kernel walks its tiles statically: no counter.
+  pr.p.causal = 0;
+  name = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps";
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+          FA3_OK);
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams params;
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(params.tile_counter == nullptr);
+  fa3_destroy(h);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 1);
+}
+
+TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  fake().fail("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
+  CHECK(fa3_forward_with_kernel(h, "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_causal", &pr.q,
+                                &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+        FA3_ERR_OUT_OF_MEMORY);
+  CHECK(std::string(fa3_last_error()).find("allocating tile counters (cuMemAlloc) failed") == 0);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
+  fa3_destroy(h);
+}
+
 TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();

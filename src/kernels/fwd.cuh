@@ -58,6 +58,8 @@ struct FwdTraits {
   static constexpr bool kPersistent = kCfg.persistent;
   static constexpr bool kThreeStage = kCfg.three_stage;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
+  // Causal persistent kernels hand tiles out through a global counter (longest first).
+  static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
@@ -74,6 +76,7 @@ struct FwdSmem {
   uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
   uint32_t q_full;      // mbarrier: Q_i landed
   uint32_t q_empty;     // mbarrier (persistent): every consumer warp's last QK^T has read Q_i
+  uint32_t tile_slot;   // u32 (dynamic scheduler): the tile Q_i belongs to, set with q_full
   tile::TmaPipeline<Tr::kStages> k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
@@ -86,6 +89,7 @@ struct FwdSmem {
     q_empty = bars + 8;
     k_pipe = {bars + 16, bars + 16 + 8 * Tr::kStages};
     v_pipe = {bars + 16 + 16 * Tr::kStages, bars + 16 + 24 * Tr::kStages};
+    tile_slot = bars + 16 + 32 * Tr::kStages;
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
   __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
@@ -103,10 +107,13 @@ struct FwdWork {
     const int heads_batch = p.heads * p.batch;
     int m, bh;
     if (Tr::kCausal && Tr::kPersistent) {
-      // Longest first across all heads: a static round-robin then hands every CTA a similar
-      // share of long and short tiles.
-      m = tile / heads_batch;
-      bh = tile % heads_batch;
+      // Groups of l2_group (batch, head) pairs whose K and V fit in L2 together, one after
+      // the other; in a group, longest first (the dynamic scheduler then evens out the ends).
+      const int group_tiles = p.l2_group * p.num_m_blocks;
+      const int g = tile / group_tiles, r = tile % group_tiles;
+      const int g_heads = min(p.l2_group, heads_batch - g * p.l2_group);
+      m = r / g_heads;
+      bh = g * p.l2_group + r % g_heads;
     } else {
       // The query blocks of one head are neighbours: CTAs running together share its K/V in L2.
       m = tile % p.num_m_blocks;
@@ -135,6 +142,60 @@ __device__ __forceinline__ void for_each_tile(const FwdParams& p, Body&& body) {
     for (int tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x, ++k) body(tile, k);
   } else {
     body(static_cast<int>(blockIdx.x), 0);
+  }
+}
+
+// The dynamic scheduler (Tr::kDynamic): every CTA starts with tile blockIdx.x; the producer
+// draws each next one from the launch's counter as it starts loading it. num_tiles draws
+// happen in all (one past the end per CTA), so the draw of ticket num_tiles - 1 is the last
+// one of the launch: it puts the counter back to 0 for the next launch in the stream.
+__device__ __forceinline__ int draw_tile(const FwdParams& p) {
+  const uint32_t ticket = atomicAdd(p.tile_counter, 1u);
+  if (ticket == static_cast<uint32_t>(p.num_tiles) - 1u) atomicExch(p.tile_counter, 0u);
+  return static_cast<int>(gridDim.x + ticket);
+}
+
+// The producer's walk over its tiles: body(tile, k) loads the k-th one. Persistent kernels
+// first wait until the consumers are done with the previous tile's Q. Dynamic: the tile's
+// index goes to the consumers through shared memory with Q (a tile past the end, and an
+// arrival without loads, tells them to stop).
+template <class Tr, class Body>
+__device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                               Body&& body) {
+  if constexpr (Tr::kDynamic) {
+    int tile = blockIdx.x;
+    for (int k = 0;; ++k) {
+      if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
+      ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
+      if (tile >= p.num_tiles) {
+        ptx::mbarrier_arrive(sm.q_full);
+        return;
+      }
+      body(tile, k);
+      tile = draw_tile(p);
+    }
+  } else {
+    for_each_tile<Tr>(p, [&](int tile, int k) {
+      if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
+      body(tile, k);
+    });
+  }
+}
+
+// The consumers' walk: body(tile, k) computes the k-th tile of this CTA. Dynamic: the tile
+// is known once its Q has landed (body must not wait for Q again); otherwise body waits.
+template <class Tr, class Body>
+__device__ __forceinline__ void consumer_tiles(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                               Body&& body) {
+  if constexpr (Tr::kDynamic) {
+    for (int k = 0;; ++k) {
+      tile::mbarrier_wait(sm.q_full, k & 1);
+      const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot));
+      if (tile >= p.num_tiles) return;
+      body(tile, k);
+    }
+  } else {
+    for_each_tile<Tr>(p, body);
   }
 }
 
@@ -178,10 +239,9 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   ptx::prefetch_tensormap(&p.tma_v);
   ptx::prefetch_tensormap(&p.tma_o);
   tile::PipelineState<Tr::kStages> st;
-  for_each_tile<Tr>(p, [&](int tile, int k) {
+  producer_tiles<Tr>(p, sm, [&](int tile, int) {
     const FwdWork<Tr> w(p, tile);
     const int kv_head = w.head / p.heads_per_kv_head;
-    if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
     load_q<Tr>(p, sm, w);
     // Lines 6-10: K_j and V_j into stage j % s.
     for (int it = 0; it < w.n_blocks; ++it) {
@@ -736,7 +796,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
                             sm.q + wg * Tr::kRowsPerWarpgroup * 128,
                             sm.o + wg * Tr::kRowsPerWarpgroup * 128, {}, {}};
   loop.is_loader = !Tr::kWarpSpecialized && threadIdx.x == 0;
-  for_each_tile<Tr>(p, [&](int tile, int k) {
+  consumer_tiles<Tr>(p, sm, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
     if constexpr (!Tr::kWarpSpecialized)
       if (loop.is_loader) loop.loader.start(p, sm, w);
@@ -745,7 +805,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
     float o[Tr::kHeadDim / 2];
     tile::fill(o, 0.0f);
     loop.softmax.init();
-    tile::mbarrier_wait(sm.q_full, k & 1);  // line 14
+    if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full, k & 1);  // line 14
     if (w.n_blocks > 0) {
       if constexpr (Tr::kThreeStage) loop.run_three_stage(o, w.n_blocks, turns);
       else if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);

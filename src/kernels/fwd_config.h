@@ -27,10 +27,10 @@ struct FwdConfig {
   // no wait_group 0: the PV GEMM of block j-1 is waited for only after the QK^T GEMM of block
   // j+1 is issued (a wait ptxas cannot hoist into the softmax). Costs block_n/4 registers.
   bool double_p = false;
-  // Persistent grid (one CTA per SM) walking the tiles with a static round-robin schedule;
-  // causal tiles are ordered longest first across all heads. Otherwise one CTA per tile.
-  // O gets its own shared-memory tile, so the next tile's Q loads while this tile's last
-  // GEMMs and its epilogue run.
+  // Persistent grid (one CTA per SM): non-causal tiles are walked round-robin; causal ones
+  // are handed out longest first through a global counter, in groups of heads whose K/V fit
+  // in L2. Otherwise one CTA per tile. O gets its own shared-memory tile, so the next tile's
+  // Q loads while this tile's last GEMM and its epilogue run.
   bool persistent = false;
   // With overlap: 3-stage pipelining (paper Algorithm 4): QK^T of block j+1 and PV of block
   // j-1 are both in flight while the softmax of block j runs. Needs a second S and a second P
@@ -62,7 +62,7 @@ struct FwdSmemLayout {
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
   uint32_t barrier_offset;               // mbarriers: q_full, q_empty, k_full[s], k_empty[s],
-                                         // v_full[s], v_empty[s]
+                                         // v_full[s], v_empty[s]; then the next tile's index
   uint32_t total_bytes;                  // including the slack to align the base to 1024
 
   static constexpr FwdSmemLayout of(const FwdConfig& c) {
@@ -74,7 +74,7 @@ struct FwdSmemLayout {
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     l.o_offset = c.persistent ? l.v_offset + l.kv_stage_bytes * c.stages : l.q_offset;
     l.barrier_offset = c.persistent ? l.o_offset + l.q_bytes : l.v_offset + l.kv_stage_bytes * c.stages;
-    const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages);
+    const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages) + 8u;
     l.total_bytes = l.barrier_offset + barrier_bytes + 1024;  // +1024: base alignment slack
     return l;
   }

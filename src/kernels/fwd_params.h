@@ -23,6 +23,11 @@ struct FwdParams {
   int32_t num_m_blocks;       // ceil(seqlen_q / block_m)
   int32_t num_tiles;          // num_m_blocks * heads * batch; the grid walks them round-robin
   float scale_log2;           // softmax_scale * log2(e)
+  // Causal persistent kernels: tiles are handed out through this counter (0 at the start
+  // of a launch, and 0 again at its end), in groups of this many (batch, head) pairs whose
+  // K and V fit in L2 together.
+  uint32_t* tile_counter;
+  int32_t l2_group;
 };
 
 }  // namespace fa3

@@ -8,7 +8,8 @@
 #        block_n/4 more registers: fits d64 n128 and d128 n112 (n96 causal), spills at
 #        d128 n128 and d256)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
-#   _ps  persistent grid: one CTA per SM walks the tiles round-robin, O in its own tile so
+#   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
+#        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
 #        d128 n176; the tile loop's state spills d64 w3 causal)
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup

@@ -36,6 +36,10 @@ namespace fa3 {
   X(cuModuleUnload, module_unload, 2000)                      \
   X(cuModuleGetFunction, module_get_function, 2000)           \
   X(cuFuncSetAttribute, func_set_attribute, 9000)             \
+  X(cuMemAlloc, mem_alloc, 3020)                              \
+  X(cuMemFree, mem_free, 3020)                                \
+  X(cuMemsetD32, memset_d32, 3020)                            \
+  X(cuStreamGetId, stream_get_id, 12000)                      \
   X(cuLaunchKernelEx, launch_kernel_ex, 11060)                \
   X(cuTensorMapEncodeTiled, tensor_map_encode_tiled, 12000)
 

@@ -59,6 +59,11 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31, and block_m >= 64.
   p.num_tiles = static_cast<int32_t>(static_cast<int64_t>(p.num_m_blocks) * prob.heads * prob.batch);
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
+  // (batch, head) pairs whose K and V together take at most ~32 MiB of L2 (the public FA3's
+  // heuristic); the causal persistent scheduler walks the tiles one such group at a time.
+  const int64_t kv_bytes_per_head = 2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2;
+  const int64_t group = (int64_t{32} << 20) / std::max<int64_t>(1, kv_bytes_per_head);
+  p.l2_group = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(group, prob.heads * prob.batch)));
   *params = p;
   // Every forward kernel takes a whole SM (registers: __launch_bounds__(threads, 1)).
   *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, std::max(1, sm_count))
@@ -78,6 +83,12 @@ Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProbl
   unsigned grid = 0;
   e = build_forward_params(h->driver, kernel, prob, q, k, v, o, lse, h->sm_count, &params, &grid);
   if (e.failed()) return e;
+  if (kernel.fwd.persistent && kernel.fwd.causal) {
+    CUdeviceptr counter = 0;
+    e = stream_tile_counter(h, scope.context(), stream, &counter);
+    if (e.failed()) return e;
+    params.tile_counter = reinterpret_cast<uint32_t*>(static_cast<uintptr_t>(counter));
+  }
 
   CUlaunchConfig config;
   std::memset(&config, 0, sizeof config);

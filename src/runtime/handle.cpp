@@ -1,5 +1,6 @@
 #include "runtime/handle.h"
 
+#include <cstdint>
 #include <memory>
 
 #include "kernels/fwd_config.h"
@@ -62,6 +63,8 @@ void destroy_handle(fa3_handle* h) {
   if (d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
     for (const fa3_handle::LoadedKernel& k : h->loaded)
       if (k.context == h->primary) d.module_unload(k.module);
+    for (const fa3_handle::CounterChunk& c : h->counter_chunks)
+      if (c.context == h->primary) d.mem_free(c.base);
     CUcontext popped;
     d.ctx_pop_current(&popped);
   }
@@ -125,6 +128,41 @@ Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, C
   }
   h->loaded.push_back({context, &kernel, module, function});
   *out = function;
+  return Error::ok();
+}
+
+Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
+  constexpr int kCountersPerChunk = 1024;
+  Driver& d = h->driver;
+  // The id, not the handle: a stream handle can be reused by a later stream, and the
+  // per-thread default stream has one handle for many streams.
+  unsigned long long id = 0;
+  CUresult r = d.stream_get_id(stream, &id);
+  if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
+  std::lock_guard<std::mutex> lock(h->counters_mutex);
+  for (const fa3_handle::StreamCounter& c : h->counters)
+    if (c.context == context && c.stream_id == id) {
+      *out = c.counter;
+      return Error::ok();
+    }
+  fa3_handle::CounterChunk* chunk = nullptr;
+  for (fa3_handle::CounterChunk& c : h->counter_chunks)
+    if (c.context == context && c.used < kCountersPerChunk) chunk = &c;
+  if (chunk == nullptr) {
+    CUdeviceptr base = 0;
+    r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
+    if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
+    r = d.memset_d32(base, 0, kCountersPerChunk);
+    if (r != CUDA_SUCCESS) {
+      d.mem_free(base);
+      return d.fail(r, "zeroing tile counters (cuMemsetD32)");
+    }
+    h->counter_chunks.push_back({context, base, 0});
+    chunk = &h->counter_chunks.back();
+  }
+  const CUdeviceptr counter = chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
+  h->counters.push_back({context, id, counter});
+  *out = counter;
   return Error::ok();
 }
 

@@ -29,6 +29,23 @@ struct fa3_handle {
   };
   std::mutex loaded_mutex;  // guards `loaded` and module loading
   std::vector<LoadedKernel> loaded;
+
+  // Tile counters of the dynamic (causal persistent) scheduler: one per (context, stream),
+  // carved out of chunks of device memory allocated on first use. A launch leaves its
+  // counter at 0 again, so launches in one stream (which run in order) can share it.
+  struct CounterChunk {
+    CUcontext context;
+    CUdeviceptr base;
+    int used;
+  };
+  struct StreamCounter {
+    CUcontext context;
+    unsigned long long stream_id;  // cuStreamGetId: unique for the process's lifetime
+    CUdeviceptr counter;
+  };
+  std::mutex counters_mutex;
+  std::vector<CounterChunk> counter_chunks;
+  std::vector<StreamCounter> counters;
 };
 
 namespace fa3 {
@@ -57,5 +74,9 @@ class ContextScope {
 
 // The kernel's function in `context` (current), loading its cubin the first time.
 Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out);
+
+// The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
+// stream may allocate (one chunk of counters per context at a time).
+Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
 
 }  // namespace fa3

@@ -19,7 +19,7 @@ struct State {
   CUresult failure = CUDA_SUCCESS;
   int major = 9, minor = 0, device_count = 1;
   int contexts[4] = {};          // contexts[0]: primary of device 0; [1]: a "user" context
-  int modules = 0, functions = 0;
+  int modules = 0, functions = 0, allocations = 0;
   CUlaunchConfig last_config{};
   std::vector<unsigned char> last_params;
 };
@@ -123,6 +123,24 @@ CUresult func_set_attribute(CUfunction, CUfunction_attribute, int) {
   FAKE_ENTER("cuFuncSetAttribute");
   return CUDA_SUCCESS;
 }
+CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
+  FAKE_ENTER("cuMemAlloc");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *p = 0x10000000ull + 0x100000ull * static_cast<CUdeviceptr>(++state().allocations);
+  (void)bytes;
+  return CUDA_SUCCESS;
+}
+CUresult mem_free(CUdeviceptr) { FAKE_ENTER("cuMemFree"); return CUDA_SUCCESS; }
+CUresult memset_d32(CUdeviceptr, unsigned int, size_t) {
+  FAKE_ENTER("cuMemsetD32");
+  return CUDA_SUCCESS;
+}
+// Stream ids: the handle's value (a test's streams are distinct made-up pointers).
+CUresult stream_get_id(CUstream s, unsigned long long* id) {
+  FAKE_ENTER("cuStreamGetId");
+  *id = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s));
+  return CUDA_SUCCESS;
+}
 CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** params, void**) {
   FAKE_ENTER("cuLaunchKernelEx");
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -173,6 +191,10 @@ const Entry kEntries[] = {
     {"cuModuleGetFunction", reinterpret_cast<void*>(module_get_function)},
     {"cuFuncSetAttribute", reinterpret_cast<void*>(func_set_attribute)},
     {"cuLaunchKernelEx", reinterpret_cast<void*>(launch_kernel_ex)},
+    {"cuMemAlloc", reinterpret_cast<void*>(mem_alloc)},
+    {"cuMemFree", reinterpret_cast<void*>(mem_free)},
+    {"cuMemsetD32", reinterpret_cast<void*>(memset_d32)},
+    {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
     {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(tensor_map_encode_tiled)},
 };
 
