@@ -155,19 +155,18 @@ __device__ __forceinline__ int draw_tile(const FwdParams& p) {
   return static_cast<int>(gridDim.x + ticket);
 }
 
-// The producer's walk over its tiles: body(tile, k) loads the k-th one. Persistent kernels
-// first wait until the consumers are done with the previous tile's Q. Dynamic: the tile's
-// index goes to the consumers through shared memory with Q (a tile past the end, and an
-// arrival without loads, tells them to stop).
+// The producer's walk over its tiles: body(tile, k) loads the k-th one (and, before its Q,
+// calls claim_q(k)). Dynamic: a tile past the end, published with an arrival on q_full
+// that carries no loads, tells the consumers to stop.
 template <class Tr, class Body>
 __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem<Tr>& sm,
                                                Body&& body) {
   if constexpr (Tr::kDynamic) {
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
-      if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
-      ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
       if (tile >= p.num_tiles) {
+        if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
+        ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
         ptx::mbarrier_arrive(sm.q_full);
         return;
       }
@@ -175,11 +174,17 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
       tile = draw_tile(p);
     }
   } else {
-    for_each_tile<Tr>(p, [&](int tile, int k) {
-      if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
-      body(tile, k);
-    });
+    for_each_tile<Tr>(p, body);
   }
+}
+
+// Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
+// the previous tile's Q; the dynamic scheduler then publishes the tile's index (the
+// consumers read it once this Q has landed, and have read the previous one by now).
+template <class Tr>
+__device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile, int k) {
+  if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
+  if constexpr (Tr::kDynamic) ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
 }
 
 // The consumers' walk: body(tile, k) computes the k-th tile of this CTA. Dynamic: the tile
@@ -239,17 +244,22 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   ptx::prefetch_tensormap(&p.tma_v);
   ptx::prefetch_tensormap(&p.tma_o);
   tile::PipelineState<Tr::kStages> st;
-  producer_tiles<Tr>(p, sm, [&](int tile, int) {
+  producer_tiles<Tr>(p, sm, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
     const int kv_head = w.head / p.heads_per_kv_head;
-    load_q<Tr>(p, sm, w);
     // Lines 6-10: K_j and V_j into stage j % s.
-    for (int it = 0; it < w.n_blocks; ++it) {
+    auto load_block = [&](int it) {
       const int n_block = w.n_blocks - 1 - it;
       load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(st.index), st, n_block, kv_head, w.batch);
       load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(st.index), st, n_block, kv_head, w.batch);
       st.advance();
-    }
+    };
+    // The first K/V block goes before Q: its stage frees up before the previous tile's
+    // last QK^T releases Q, so a persistent CTA's next tile does not start cold.
+    if (w.n_blocks > 0) load_block(0);
+    producer_claim_q<Tr>(sm, tile, k);
+    load_q<Tr>(p, sm, w);
+    for (int it = 1; it < w.n_blocks; ++it) load_block(it);
   });
 }
 

@@ -11,13 +11,13 @@
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
-#        d128 n176; the tile loop's state spills d64 w3 causal)
+#        d128 n176; the tile loop's state spills d64 w3 n128 causal, so n112 there)
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
   d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
   d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
-  d64_m192_n128_s2_w3_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_causal \
+  d64_m192_n128_s2_w3_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_causal d64_m192_n112_s2_w3_ov_pp_ps_causal \
   d64_m128_n128_s2_w2_ov_p2_pp d64_m128_n128_s2_w2_ov_p2_pp_causal \
   d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
   d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
