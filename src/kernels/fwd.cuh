@@ -155,9 +155,9 @@ __device__ __forceinline__ int draw_tile(const FwdParams& p) {
   return static_cast<int>(gridDim.x + ticket);
 }
 
-// The producer's walk over its tiles: body(tile, k) loads the k-th one (and, before its Q,
-// calls claim_q(k)). Dynamic: a tile past the end, published with an arrival on q_full
-// that carries no loads, tells the consumers to stop.
+// The producer's walk over its tiles: body(tile, k) loads the k-th one (and calls
+// producer_claim_q before its Q). Dynamic: a tile past the end, published with an arrival
+// on q_full that carries no loads, tells the consumers to stop.
 template <class Tr, class Body>
 __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem<Tr>& sm,
                                                Body&& body) {
