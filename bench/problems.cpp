@@ -103,7 +103,8 @@ std::string kernel_variant(const std::string& kernel_name) {
   std::vector<std::string> tokens;
   std::stringstream in(kernel_name);
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
-  bool overlap = false, three_stage = false, pingpong = false, no_warp_specialization = false;
+  bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
+       persistent = false, no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -111,14 +112,20 @@ std::string kernel_variant(const std::string& kernel_name) {
     if (t == "causal") continue;
     if (t == "ov") overlap = true;
     else if (t == "ov3") three_stage = true;
+    else if (t == "b2") b2_order = true;
     else if (t == "pp") pingpong = true;
+    else if (t == "p2") double_p = true;
+    else if (t == "ps") persistent = true;
     else if (t == "nows") no_warp_specialization = true;
     else others.push_back(t);
   }
   std::string s = no_warp_specialization ? "no warp specialization" : "warp specialization";
   if (overlap) s += " + 2-stage GEMM-softmax pipelining (intra-warpgroup overlap)";
+  if (double_p) s += " with two P register buffers";
+  if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (pingpong) s += " + pingpong scheduling";
+  if (persistent) s += " + persistent grid";
   if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";
   for (const std::string& t : others) s += " + " + t;  // tokens this bench does not know yet
   return s;

@@ -84,19 +84,19 @@ constexpr const char* kAllPassWs =
     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass";
 
 const FixtureCase kFixtures[] = {
-    {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov",
+    {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "two_stage_pipeline=pass"},
     {"good_sequential.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs},
     {"good_sequential_nvdisasm.sass", "fa3_fwd_f16_d128_m128_n128_s2_w2", kAllPassWs},
-    {"fp8_good_overlap.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2_ov",
+    {"fp8_good_overlap.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "fp8_qgmma=pass two_stage_pipeline=pass"},
     {"spill.sass", "fa3_fwd_f16_d256_m128_n64_s2_w2",
      "no_spills=fail setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass"},
     {"serialized.sass", "fa3_fwd_f16_d64_m128_n128_s2_w2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=fail"},
-    {"not_interleaved.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov",
+    {"not_interleaved.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "two_stage_pipeline=fail"},
     {"no_setmaxnreg.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal",
@@ -112,6 +112,13 @@ const FixtureCase kFixtures[] = {
      kAllPassWs},
     {"real/fa3_fwd_bf16_d64_m128_n128_s2_w2_causal.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2_causal",
      kAllPassWs},
+    // Taken on an H100: Algorithm 2 in the default order and in B.2's order (Config::b2_order).
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass"},
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "two_stage_pipeline=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -166,6 +173,47 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(overlap, Catch::Contains("softmax starts after WGMMA 1"));
   CHECK_THAT(overlap, Catch::Contains("WGMMA 1 is packed"));
   CHECK_THAT(overlap, Catch::Contains("drains WGMMA 1 before WGMMA 2"));
+  // The same sequential mainloop under a default-order _ov name fails the overlap check.
+  const SassFunction sequential =
+      parse_sass_text(read_file(fixture_dir() / "not_interleaved.sass")).functions.at(0);
+  const KernelReport k =
+      analyze_kernel(sequential, traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov"));
+  REQUIRE(k.check(CheckId::GemmSoftmaxOverlap));
+  CHECK_FALSE(k.check(CheckId::GemmSoftmaxOverlap)->pass);
+  CHECK_THAT(k.check(CheckId::GemmSoftmaxOverlap)->detail, Catch::Contains("drains WGMMA 1"));
+}
+
+TEST_CASE("fa3-sass: the real mainloops of Algorithm 2 in both orders", "[cpu][sass]") {
+  // Default order (run_pipelined): QK^T_j and PV_{j-1} issued back to back, the wait<1> for
+  // S_j, the row max under PV_{j-1}; ptxas puts the wait for PV_{j-1} right after the max.
+  const FixtureCase def{"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp.sass",
+                        "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp", ""};
+  const KernelReport a = analyze_kernel(fixture_functions(def)[0]);
+  REQUIRE(a.mainloop);
+  REQUIRE(a.mainloop->groups.size() == 2);
+  CHECK(a.mainloop->softmax_position == SoftmaxPosition::After);
+  CHECK(a.mainloop->groups[1].softmax_math_in_flight > 32);
+  CHECK_FALSE(a.check(CheckId::TwoStagePipeline));  // B.2's layout is not asked of it
+  // ...and the B.2 layout check would fail it: that arrangement is not B.2's.
+  CHECK_FALSE(run_check(CheckId::TwoStagePipeline, a).pass);
+
+  // B.2 order (run_b2_order): softmax first, the O rescale between the QK^T HGMMAs, the PV
+  // HGMMAs packed, one wait at the end.
+  const FixtureCase b2{"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp.sass",
+                       "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp", ""};
+  const KernelReport b = analyze_kernel(fixture_functions(b2)[0]);
+  REQUIRE(b.mainloop);
+  REQUIRE(b.mainloop->groups.size() == 2);
+  CHECK(b.mainloop->softmax_position == SoftmaxPosition::Before);
+  CHECK(b.mainloop->groups[0].interleaved());
+  CHECK_FALSE(b.mainloop->groups[1].interleaved());
+  REQUIRE(b.mainloop->waits.size() == 1);
+  CHECK(b.mainloop->waits[0].pending == 0);
+  // What runs under its QK^T HGMMAs is the O rescale (FMUL), not the row max or exp2: the
+  // softmax math itself overlaps no GEMM of its own warpgroup (only the other warpgroup's).
+  CHECK(b.mainloop->groups[0].softmax_in_flight > 0);
+  CHECK(b.mainloop->groups[0].softmax_math_in_flight == 0);
+  CHECK_FALSE(run_check(CheckId::GemmSoftmaxOverlap, b).pass);
 }
 
 TEST_CASE("fa3-sass: the B.2 mainloop facts of the good 2-stage fixture", "[cpu][sass]") {
@@ -405,10 +453,15 @@ TEST_CASE("fa3-sass: softmax in flight counts what overlaps a group until its wa
   CHECK(m->groups[1].softmax_in_flight == 3);
   CHECK(m->groups[1].retired_at == size_t{10});
   CHECK(m->softmax_position == SoftmaxPosition::After);
-  // The B.2 check asks for the paper's arrangement, which this is not.
+  CHECK(m->groups[1].softmax_math_in_flight == 2);
+  // The overlap check passes it; the B.2 check asks for the paper's arrangement, which this
+  // is not.
   const KernelReport k = analyze_kernel(f);
-  REQUIRE(k.check(CheckId::TwoStagePipeline));
-  CHECK_FALSE(k.check(CheckId::TwoStagePipeline)->pass);
+  REQUIRE(k.check(CheckId::GemmSoftmaxOverlap));
+  CHECK(k.check(CheckId::GemmSoftmaxOverlap)->pass);
+  CHECK_THAT(k.check(CheckId::GemmSoftmaxOverlap)->detail,
+             Catch::Contains("2 row-max/exp2 (3 softmax) instructions while WGMMA 2 is in flight"));
+  CHECK_FALSE(run_check(CheckId::TwoStagePipeline, k).pass);
 }
 
 TEST_CASE("fa3-sass: serialization is a wait between every two wgmmas", "[cpu][sass]") {
@@ -450,14 +503,16 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   const std::string ws = "no_spills setmaxnreg tma_loads wgmma_used wgmma_not_serialized";
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2") == ws);
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_causal") == ws);
-  CHECK(names("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp") == ws + " two_stage_pipeline");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp") == ws + " gemm_softmax_overlap");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp") == ws + " two_stage_pipeline");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp") == ws + " gemm_softmax_overlap");
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2") == ws + " fp8_qgmma");
-  CHECK(names("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp") == ws);  // Algorithm 4, not B.2
+  CHECK(names("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp") == ws + " gemm_softmax_overlap");
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows") ==
-        "no_spills tma_loads wgmma_used wgmma_not_serialized two_stage_pipeline");
+        "no_spills tma_loads wgmma_used wgmma_not_serialized gemm_softmax_overlap");
   CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),
              Catch::Contains("persistent"));
-  CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma two_stage_pipeline");
+  CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma gemm_softmax_overlap");
   CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") == ws);
   CHECK(names("fa3_quantize_e4m3") == "no_spills");
   CHECK(names("_Z6kernelPf") == "no_spills wgmma_not_serialized");
@@ -478,7 +533,7 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(traits_from_name("").direction.empty());
 }
 
-TEST_CASE("fa3-sass: the tuning table can turn on the 2-stage check", "[cpu][sass]") {
+TEST_CASE("fa3-sass: the tuning table can turn on the pipelining checks", "[cpu][sass]") {
   const fs::path dir = fs::temp_directory_path() / ("fa3_sass_table_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const fs::path table = dir / "table.json";
@@ -486,6 +541,7 @@ TEST_CASE("fa3-sass: the tuning table can turn on the 2-stage check", "[cpu][sas
       {"match": {"head_dim": 128}, "kernel": "fa3_fwd_bf16_d128_m128_n128_s2_w2",
        "config": {"overlap": true, "pingpong": false, "block_m": 128}},
       {"kernel": "fa3_fwd_bf16_d64_m128_n128_s2_w2", "config": {"overlap": false}},
+      {"kernel": "fa3_fwd_bf16_d256_m128_n64_s2_w2", "config": {"overlap": true, "b2_order": true}},
       {"kernel": 7}]})";
   std::string error;
   const auto flags = read_tuning_table_flags(table.string(), error);
@@ -493,8 +549,13 @@ TEST_CASE("fa3-sass: the tuning table can turn on the 2-stage check", "[cpu][sas
   KernelTraits t = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2");
   apply_table_flags(t, flags->at("fa3_fwd_bf16_d128_m128_n128_s2_w2"));
   CHECK(t.overlap);
-  CHECK(checks_for(t).back() == CheckId::TwoStagePipeline);
+  CHECK(checks_for(t).back() == CheckId::GemmSoftmaxOverlap);
   CHECK_THAT(describe(t), Catch::Contains("overlap from the tuning table"));
+  KernelTraits d256 = traits_from_name("fa3_fwd_bf16_d256_m128_n64_s2_w2");
+  apply_table_flags(d256, flags->at("fa3_fwd_bf16_d256_m128_n64_s2_w2"));
+  CHECK(d256.b2_order);
+  CHECK(checks_for(d256).back() == CheckId::TwoStagePipeline);
+  CHECK_THAT(describe(d256), Catch::Contains("B.2 order from the tuning table"));
   KernelTraits d64 = traits_from_name("fa3_fwd_bf16_d64_m128_n128_s2_w2");
   apply_table_flags(d64, flags->at("fa3_fwd_bf16_d64_m128_n128_s2_w2"));
   CHECK_FALSE(d64.overlap);
@@ -517,7 +578,7 @@ TEST_CASE("fa3-sass: JSON report follows schema fa3-sass/1", "[cpu][sass]") {
   CHECK(doc["disassembler"].is_null());
   REQUIRE(doc["kernels"].size() == 2);
   const nlohmann::json& good = doc["kernels"][0];
-  CHECK(good["name"] == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov");
+  CHECK(good["name"] == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2");
   CHECK(good["pass"] == true);
   CHECK(good["config"]["overlap"] == true);
   CHECK(good["resources"]["registers"].is_null());
@@ -538,7 +599,7 @@ TEST_CASE("fa3-sass: text and SVG reports", "[cpu][sass]") {
   for (const char* file : {"good_overlap.sass", "hmma.sass"})
     reports.push_back(analyze_kernel(parse_sass_text(read_file(fixture_dir() / file)).functions.at(0)));
   const std::string text = text_report(reports, {"sass", {"x.sass"}, ""});
-  CHECK_THAT(text, Catch::Contains("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov: PASS (6 checks)"));
+  CHECK_THAT(text, Catch::Contains("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2: PASS (6 checks)"));
   CHECK_THAT(text, Catch::Contains("FAIL wgmma_used"));
   CHECK_THAT(text, Catch::Contains(reports[0].mainloop->picture.substr(0, 40)));
   CHECK_THAT(text,

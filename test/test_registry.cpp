@@ -37,6 +37,15 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(three->warp_specialized);
   CHECK(fa3::fwd_kernel_name(*three) == "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp");
 
+  const auto b2 = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp_causal");
+  REQUIRE(b2);
+  CHECK(b2->overlap);
+  CHECK(b2->b2_order);
+  CHECK_FALSE(b2->double_p);
+  CHECK(b2->pingpong);
+  CHECK(fa3::fwd_kernel_name(*b2) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp_causal");
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->b2_order);
+
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
   CHECK_FALSE(nows->warp_specialized);
@@ -58,6 +67,10 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d256_m128_n96_s2_w2",             // shared memory
                           "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp_ps",   // smem: Q, K, V and O
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_p2",      // ov3 excludes p2
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_b2",      // ov3 excludes b2
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_b2",          // b2 needs overlap
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_p2_b2",    // p2 or b2, not both
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_pp_b2",    // flag order
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_ps_nows",  // nows: not persistent
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_nows_ov",     // flag order
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim

@@ -57,6 +57,7 @@ struct FwdTraits {
   static constexpr bool kDoubleP = kCfg.double_p;
   static constexpr bool kPersistent = kCfg.persistent;
   static constexpr bool kThreeStage = kCfg.three_stage;
+  static constexpr bool kB2Order = kCfg.b2_order;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
@@ -443,15 +444,11 @@ struct ConsumerMainloop {
     next_stage = st;
   }
 
-  // Paper Algorithm 2, lines 3-6, shared by both pipelined loops: S = Q K^T of the first
-  // visited block (the last one), waited for; its m, P and l. O is still 0: the rescale
-  // factor it leaves behind (0) changes nothing.
-  __device__ __forceinline__ void first_block(float (&s)[Tr::kBlockN / 2],
-                                              uint32_t (&p_frag)[Tr::kBlockN / 16][4],
-                                              float (&rescale)[2],
-                                              const tile::PipelineState<Tr::kStages>& st,
-                                              int n_blocks, bool masked,
-                                              const TurnScheduler<Tr>& turns) {
+  // The pipelined loops' opening: S = Q K^T of the first visited block (the last one),
+  // issued in a turn of its own and waited for.
+  __device__ __forceinline__ void first_qk(float (&s)[Tr::kBlockN / 2],
+                                           const tile::PipelineState<Tr::kStages>& st,
+                                           const TurnScheduler<Tr>& turns) {
     sm.k_pipe.consumer_wait(st);
     turns.begin();
     issue_qk(s, st);
@@ -459,6 +456,16 @@ struct ConsumerMainloop {
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(s);
     release_k(st);
+  }
+  // Paper Algorithm 2, lines 3-6: first_qk, then its m, P and l. O is still 0: the rescale
+  // factor it leaves behind (0) changes nothing.
+  __device__ __forceinline__ void first_block(float (&s)[Tr::kBlockN / 2],
+                                              uint32_t (&p_frag)[Tr::kBlockN / 16][4],
+                                              float (&rescale)[2],
+                                              const tile::PipelineState<Tr::kStages>& st,
+                                              int n_blocks, bool masked,
+                                              const TurnScheduler<Tr>& turns) {
+    first_qk(s, st, turns);
     if (masked) softmax_block<true>(s, n_blocks - 1, rescale);
     else softmax_block<false>(s, n_blocks - 1, rescale);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
@@ -516,6 +523,61 @@ struct ConsumerMainloop {
 
     // Lines 18-19: the last PV.
     release_q();
+    sm.v_pipe.consumer_wait(x.v_st);
+    turns.begin();
+    issue_pv(o, x.p_frag, x.v_st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(x.v_st);
+    next_stage = x.k_st;
+  }
+
+  // Algorithm 2 in the order of the paper's Appendix B.2 SASS (Config::b2_order). A step
+  // starts with the softmax of the block whose S is complete (the previous step's wait), then
+  // issues QK^T of the next block, rescales O while that GEMM runs, issues the PV of the
+  // softmaxed block and waits for both. ptxas lays this out as B.2 shows: softmax first, the
+  // O rescale between the QK^T HGMMAs, the PV HGMMAs packed, one wait at the end. Measured
+  // 2-10% slower than run_pipelined on an H100 (bench/NOTES.md v6): the row max no longer
+  // runs under the PV GEMM, and the rescale holds the pingpong turn longer.
+  template <bool Mask>
+  __device__ __forceinline__ void b2_step(float (&o)[Tr::kHeadDim / 2], int n_block_done,
+                                          Pipelined& x, const TurnScheduler<Tr>& turns) {
+    softmax_block<Mask>(x.s, n_block_done, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    sm.k_pipe.consumer_wait(x.k_st);
+    sm.v_pipe.consumer_wait(x.v_st);
+    turns.begin();
+    issue_qk(x.s, x.k_st);          // S of the next block
+    rescale_o(o, x.rescale);        // PV_{j-1} completed at the previous step's wait
+    issue_pv(o, x.p_frag, x.v_st);  // O += P_j V_j
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(x.s);
+    tile::pin_registers(o);
+    release_k(x.k_st);
+    release_v(x.v_st);
+    x.v_st = x.k_st;
+    x.k_st.advance();
+  }
+  __device__ __forceinline__ void run_b2_order(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                               const TurnScheduler<Tr>& turns) {
+    Pipelined x;
+    x.k_st = next_stage;
+    const int n_masked = masked_iterations(n_blocks);
+    first_qk(x.s, x.k_st, turns);  // its softmax opens step 1
+    x.v_st = x.k_st;
+    x.k_st.advance();
+    // Step it softmaxes block it - 1, which needs the mask if it - 1 < n_masked.
+    int it = 1;
+    for (; it < n_blocks && it <= n_masked; ++it) b2_step<true>(o, n_blocks - it, x, turns);
+    for (; it < n_blocks; ++it) b2_step<false>(o, n_blocks - it, x, turns);
+    // The last block's softmax and PV.
+    release_q();
+    if (n_masked == n_blocks) softmax_block<true>(x.s, 0, x.rescale);
+    else softmax_block<false>(x.s, 0, x.rescale);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    rescale_o(o, x.rescale);
     sm.v_pipe.consumer_wait(x.v_st);
     turns.begin();
     issue_pv(o, x.p_frag, x.v_st);
@@ -683,13 +745,7 @@ struct ConsumerMainloop {
     x.v_st = next_stage;
     x.k_st = next_stage;
     // Lines 2-6: S_0, then S_1 in flight while the softmax of block 0 runs.
-    sm.k_pipe.consumer_wait(x.k_st);
-    turns.begin();
-    issue_qk(x.s_a, x.k_st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(x.s_a);
-    release_k(x.k_st);
+    first_qk(x.s_a, x.k_st, turns);
     x.k_st.advance();
     const bool second = n_blocks > 1;
     if (second) {
@@ -819,6 +875,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
     if (w.n_blocks > 0) {
       if constexpr (Tr::kThreeStage) loop.run_three_stage(o, w.n_blocks, turns);
       else if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
+      else if constexpr (Tr::kB2Order) loop.run_b2_order(o, w.n_blocks, turns);
       else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
       else loop.run_sequential(o, w.n_blocks, turns);
     } else {

@@ -40,6 +40,12 @@ struct FwdConfig {
   // Without it (the ablation of the paper's Table 2), one consumer thread issues every TMA
   // load between its own GEMMs and every warpgroup keeps the launch's register share.
   bool warp_specialized = true;
+  // With overlap: the 2-stage loop in the order of the paper's Appendix B.2 SASS. A step
+  // starts with the softmax of the block whose S is complete, then issues the next QK^T,
+  // rescales O while it runs and issues the PV of the softmaxed block; one wait_group 0 ends
+  // the step. Without it the step issues QK^T_j and PV_{j-1} back to back and runs the
+  // softmax of block j while PV_{j-1} is in flight (Algorithm 2 as written).
+  bool b2_order = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -81,8 +87,8 @@ struct FwdSmemLayout {
 };
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
-// Pingpong orders whole GEMM pairs of the pipelined loop, and double_p and three_stage are
-// forms of that loop, so all need overlap. Without warp specialization the loads are issued
+// Pingpong orders whole GEMM pairs of the pipelined loop, and double_p, three_stage and
+// b2_order are forms of that loop, so all need overlap. Without warp specialization the loads are issued
 // by a consumer for its own tile: one tile per CTA, not persistent.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
@@ -91,6 +97,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
          c.stages >= 1 && c.stages <= 4 && (!c.pingpong || c.overlap) &&
          (!c.double_p || c.overlap) && (!c.three_stage || (c.overlap && !c.double_p)) &&
+         (!c.b2_order || (c.overlap && !c.double_p && !c.three_stage)) &&
          (c.warp_specialized || !c.persistent) &&
          // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
          FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;

@@ -7,6 +7,9 @@
 #   _p2  with overlap: P in two register buffers, no wait_group 0 in the loop (needs
 #        block_n/4 more registers: fits d64 n128 and d128 n112 (n96 causal), spills at
 #        d128 n128 and d256)
+#   _b2  with overlap: the 2-stage loop in the order of the paper's Appendix B.2 SASS
+#        (softmax first, the next QK^T and this block's PV issued after it, one wait);
+#        measured 2-5% slower than the default order, kept for fa3-sass's B.2 check
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
@@ -22,6 +25,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2 d128_m128_n128_s2_w2_causal \
   d128_m128_n128_s2_w2_ov d128_m128_n128_s2_w2_ov_causal \
   d128_m128_n128_s2_w2_ov_pp d128_m128_n128_s2_w2_ov_pp_causal \
+  d128_m128_n128_s2_w2_ov_b2 d128_m128_n128_s2_w2_ov_b2_pp d128_m128_n128_s2_w2_ov_b2_pp_causal \
   d128_m128_n176_s2_w2_ov_pp d128_m128_n176_s2_w2_ov_pp_causal \
   d128_m128_n128_s2_w2_ov_pp_ps d128_m128_n128_s2_w2_ov_pp_ps_causal \
   d128_m128_n112_s2_w2_ov_pp d128_m128_n112_s2_w2_ov_pp_causal \

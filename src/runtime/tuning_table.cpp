@@ -462,6 +462,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"pingpong", c.pingpong},
               {"persistent", c.persistent},
               {"three_stage", c.three_stage},
+              {"b2_order", c.b2_order},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

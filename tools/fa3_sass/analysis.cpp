@@ -1,5 +1,7 @@
 #include "analysis.h"
 
+#include <algorithm>
+
 namespace fa3::sass {
 
 namespace {
@@ -146,6 +148,39 @@ CheckResult two_stage_pipeline(const KernelReport& k) {
   return {id, false, join(failures)};
 }
 
+// Paper Algorithm 2 (and 4), however ptxas arranged it: the softmax's row max or exp2 executes
+// while a WGMMA group of the mainloop is still in flight, and the two GEMMs are not drained
+// in between (no full wait between WGMMA 1 and WGMMA 2).
+CheckResult gemm_softmax_overlap(const KernelReport& k) {
+  const CheckId id = CheckId::GemmSoftmaxOverlap;
+  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
+    return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  const Mainloop& m = *k.mainloop;
+  if (m.groups.size() < 2)
+    return {id, false,
+            "the mainloop has " + plural(m.groups.size(), "WGMMA group") + "; pipelining needs 2"};
+  for (const WgmmaWaitSite& w : m.waits)
+    if (w.index > m.groups[0].last && w.index < m.groups[1].first && w.pending == 0)
+      return {id, false,
+              "a full wait (DEPBAR.LE gsb0, 0x0) at " + offset(w.index, m) +
+                  " drains WGMMA 1 before WGMMA 2 issues"};
+  std::string evidence;
+  size_t best = 0;
+  for (size_t g = 0; g < m.groups.size(); ++g) {
+    const WgmmaGroup& group = m.groups[g];
+    if (group.softmax_math_in_flight == 0) continue;
+    best = std::max(best, group.softmax_math_in_flight);
+    evidence += (evidence.empty() ? "" : "; ") + std::to_string(group.softmax_math_in_flight) +
+                " row-max/exp2 (" + std::to_string(group.softmax_in_flight) +
+                " softmax) instructions while WGMMA " + std::to_string(g + 1) + " is in flight";
+  }
+  if (best == 0)
+    return {id, false,
+            "no FMNMX or MUFU.EX2 issues while a WGMMA group is in flight: every GEMM is waited "
+            "for before the softmax that follows it (nothing overlaps inside the warpgroup)"};
+  return {id, true, evidence};
+}
+
 }  // namespace
 
 bool KernelReport::pass() const {
@@ -176,6 +211,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return fp8_uses_qgmma(facts);
     case CheckId::TwoStagePipeline:
       return two_stage_pipeline(facts);
+    case CheckId::GemmSoftmaxOverlap:
+      return gemm_softmax_overlap(facts);
   }
   return {id, false, "unknown check"};
 }

@@ -22,6 +22,8 @@ const CheckInfo kChecks[] = {
     {CheckId::Fp8UsesQgmma, "fp8_qgmma", "fp8 kernel uses QGMMA"},
     {CheckId::TwoStagePipeline, "two_stage_pipeline",
      "2-stage pipelining (B.2): softmax first, WGMMA 1 interleaved, WGMMA 2 packed"},
+    {CheckId::GemmSoftmaxOverlap, "gemm_softmax_overlap",
+     "GEMM-softmax pipelining: row max / exp2 run while a WGMMA group is in flight"},
 };
 
 const CheckInfo& info(CheckId id) {
@@ -81,6 +83,7 @@ const FlagToken kFlags[] = {
     {"ov", &KernelTraits::overlap},
     {"ov3", &KernelTraits::three_stage},
     {"p2", &KernelTraits::double_p},
+    {"b2", &KernelTraits::b2_order},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"nows", &KernelTraits::no_warp_specialization},
@@ -166,7 +169,10 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
       // A kernel we know nothing about may still use wgmma; serialization is never wanted.
       {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
       {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
-      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && !t.three_stage},
+      // The B.2 layout for the kernels built in B.2's order; the overlap itself for the other
+      // pipelined forms (Algorithm 2 as written, two P buffers, Algorithm 4).
+      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && t.b2_order},
+      {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && (t.overlap || t.three_stage) && !t.b2_order},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)
@@ -186,6 +192,7 @@ std::string describe(const KernelTraits& t) {
   if (t.overlap) s += ", 2-stage overlap";
   if (t.three_stage) s += ", 3-stage overlap";
   if (t.double_p) s += ", two P buffers";
+  if (t.b2_order) s += ", B.2 order";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
   if (t.no_warp_specialization) s += ", no warp specialization";
@@ -227,6 +234,8 @@ std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const s
     };
     read("overlap", f.overlap);
     read("pingpong", f.pingpong);
+    read("b2_order", f.b2_order);
+    read("three_stage", f.three_stage);
   }
   return flags;
 }
@@ -235,6 +244,14 @@ void apply_table_flags(KernelTraits& t, const TableFlags& flags) {
   if (flags.overlap && *flags.overlap && !t.overlap) {
     t.overlap = true;
     t.notes.push_back("overlap from the tuning table");
+  }
+  if (flags.b2_order && *flags.b2_order && !t.b2_order) {
+    t.b2_order = true;
+    t.notes.push_back("B.2 order from the tuning table");
+  }
+  if (flags.three_stage && *flags.three_stage && !t.three_stage) {
+    t.three_stage = true;
+    t.notes.push_back("3-stage from the tuning table");
   }
   if (flags.pingpong && *flags.pingpong && !t.pingpong) {
     t.pingpong = true;

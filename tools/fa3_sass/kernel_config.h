@@ -19,7 +19,8 @@ enum class CheckId {
   WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
   WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
   Fp8UsesQgmma,        // fp8 kernels: QGMMA
-  TwoStagePipeline,    // _ov kernels (2-stage): the paper's Appendix B.2 SASS pattern
+  TwoStagePipeline,    // _b2 kernels: the paper's Appendix B.2 SASS pattern
+  GemmSoftmaxOverlap,  // other pipelined kernels: softmax math runs under an in-flight GEMM
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
@@ -36,6 +37,7 @@ struct KernelTraits {
   bool pingpong = false;          // inter-warpgroup pingpong scheduling (paper 3.1)
   bool three_stage = false;       // _ov3: 3-stage pipelining (paper Algorithm 4), not B.2's
   bool double_p = false;          // _p2: two P register buffers
+  bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
   bool persistent = false;        // _ps: persistent grid
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
@@ -52,7 +54,7 @@ std::string describe(const KernelTraits& traits);
 
 // The pipelining flags a tuning table gives a kernel in its entries' "config" objects.
 struct TableFlags {
-  std::optional<bool> overlap, pingpong;
+  std::optional<bool> overlap, pingpong, b2_order, three_stage;
 };
 // Reads {"entries": [{"kernel": NAME, "config": {"overlap": b, "pingpong": b, ...}}, ...]};
 // other keys are ignored (the runtime validates the schema, not this tool). On failure

@@ -248,6 +248,7 @@ Json mainloop_json(const Mainloop& m) {
                           {"between_softmax", g.between_softmax},
                           {"layout", g.interleaved() ? "interleaved" : "packed"},
                           {"softmax_in_flight", g.softmax_in_flight},
+                          {"softmax_math_in_flight", g.softmax_math_in_flight},
                           {"retired_at", g.retired_at ? Json(*g.retired_at - base) : Json(nullptr)},
                           {"committed", g.committed}});
   Json waits = Json::array();

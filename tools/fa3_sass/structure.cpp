@@ -228,6 +228,7 @@ void measure_in_flight(const SassFunction& f, const Loop& loop, std::vector<Wgmm
         break;
       }
       group.softmax_in_flight += is_softmax_work(c);
+      group.softmax_math_in_flight += c == InstrClass::RowMax || c == InstrClass::Exp2;
     }
   }
 }
