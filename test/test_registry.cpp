@@ -45,6 +45,12 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(b2->pingpong);
   CHECK(fa3::fwd_kernel_name(*b2) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp_causal");
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->b2_order);
+  const auto cr = fa3::parse_fwd_kernel_name("fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_pp_causal");
+  REQUIRE(cr);
+  CHECK(cr->conditional_rescale);
+  CHECK(cr->pingpong);
+  CHECK(fa3::fwd_kernel_name(*cr) == "fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_pp_causal");
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->conditional_rescale);
 
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
@@ -71,6 +77,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_b2",          // b2 needs overlap
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_p2_b2",    // p2 or b2, not both
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_pp_b2",    // flag order
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_pp_cr",    // flag order
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_ps_nows",  // nows: not persistent
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_nows_ov",     // flag order
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim

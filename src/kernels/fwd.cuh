@@ -58,6 +58,7 @@ struct FwdTraits {
   static constexpr bool kPersistent = kCfg.persistent;
   static constexpr bool kThreeStage = kCfg.three_stage;
   static constexpr bool kB2Order = kCfg.b2_order;
+  static constexpr bool kConditionalRescale = kCfg.conditional_rescale;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
@@ -386,6 +387,10 @@ struct ConsumerMainloop {
   }
   __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kHeadDim / 2],
                                                    const float (&rescale)[2]) {
+    // Config::conditional_rescale: the factor is exactly 1 when the row max did not change
+    // (exp2(0)), so a warp none of whose rows changed skips the multiplies.
+    if constexpr (Tr::kConditionalRescale)
+      if (!__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
     for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
   }

@@ -46,6 +46,10 @@ struct FwdConfig {
   // the step. Without it the step issues QK^T_j and PV_{j-1} back to back and runs the
   // softmax of block j while PV_{j-1} is in flight (Algorithm 2 as written).
   bool b2_order = false;
+  // O is rescaled by exp2(m_old - m_new) after every key block; a warp skips the multiplies
+  // when no row of it got a new max (a warp vote and a branch instead of head_dim/2 FMULs
+  // per thread). Pays at d256 (128 accumulators per thread), costs at d128 (bench/NOTES.md v7).
+  bool conditional_rescale = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.

@@ -10,6 +10,8 @@
 #   _b2  with overlap: the 2-stage loop in the order of the paper's Appendix B.2 SASS
 #        (softmax first, the next QK^T and this block's PV issued after it, one wait);
 #        measured 2-5% slower than the default order, kept for fa3-sass's B.2 check
+#   _cr  O rescaled only when a row max changed (a warp vote skips the multiplies): +4-5%
+#        at d256, +1-2% at d64, -2% at d128 (bench/NOTES.md v7)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
@@ -34,6 +36,10 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_nows d128_m128_n128_s2_w2_ov_nows_causal \
   d256_m128_n64_s2_w2 d256_m128_n64_s2_w2_causal \
   d256_m128_n64_s2_w2_ov_pp d256_m128_n64_s2_w2_ov_pp_causal \
-  d256_m128_n80_s2_w2_ov_pp d256_m128_n80_s2_w2_ov_pp_causal
+  d256_m128_n80_s2_w2_ov_pp d256_m128_n80_s2_w2_ov_pp_causal \
+  d64_m192_n128_s2_w3_ov_cr_pp d64_m192_n128_s2_w3_ov_cr_pp_ps \
+  d64_m128_n128_s2_w2_ov_cr_pp_ps_causal d64_m192_n112_s2_w3_ov_cr_pp_ps_causal \
+  d256_m128_n64_s2_w2_ov_cr_pp d256_m128_n64_s2_w2_ov_cr_pp_causal \
+  d256_m128_n80_s2_w2_ov_cr_pp d256_m128_n80_s2_w2_ov_cr_pp_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

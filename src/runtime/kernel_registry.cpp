@@ -49,12 +49,13 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, pp, ps, nows, causal.
+  // Optional flags, in this order: ov or ov3, p2 or b2, cr, pp, ps, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
   else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
   if (i < t.size() && t[i] == "p2") c.double_p = true, ++i;
   else if (i < t.size() && t[i] == "b2") c.b2_order = true, ++i;
+  if (i < t.size() && t[i] == "cr") c.conditional_rescale = true, ++i;
   if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
   if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
   if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
@@ -75,6 +76,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.overlap) s += c.three_stage ? "_ov3" : "_ov";
   if (c.double_p) s += "_p2";
   if (c.b2_order) s += "_b2";
+  if (c.conditional_rescale) s += "_cr";
   if (c.pingpong) s += "_pp";
   if (c.persistent) s += "_ps";
   if (!c.warp_specialized) s += "_nows";

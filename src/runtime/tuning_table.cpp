@@ -463,6 +463,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"persistent", c.persistent},
               {"three_stage", c.three_stage},
               {"b2_order", c.b2_order},
+              {"conditional_rescale", c.conditional_rescale},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

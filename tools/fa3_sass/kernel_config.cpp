@@ -84,6 +84,7 @@ const FlagToken kFlags[] = {
     {"ov3", &KernelTraits::three_stage},
     {"p2", &KernelTraits::double_p},
     {"b2", &KernelTraits::b2_order},
+    {"cr", &KernelTraits::conditional_rescale},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"nows", &KernelTraits::no_warp_specialization},
@@ -193,6 +194,7 @@ std::string describe(const KernelTraits& t) {
   if (t.three_stage) s += ", 3-stage overlap";
   if (t.double_p) s += ", two P buffers";
   if (t.b2_order) s += ", B.2 order";
+  if (t.conditional_rescale) s += ", conditional O rescale";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
   if (t.no_warp_specialization) s += ", no warp specialization";

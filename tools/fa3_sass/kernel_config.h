@@ -38,6 +38,7 @@ struct KernelTraits {
   bool three_stage = false;       // _ov3: 3-stage pipelining (paper Algorithm 4), not B.2's
   bool double_p = false;          // _p2: two P register buffers
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
+  bool conditional_rescale = false;  // _cr: O rescaled only when a row max changed
   bool persistent = false;        // _ps: persistent grid
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
