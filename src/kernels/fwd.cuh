@@ -272,23 +272,26 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
 // warpgroups together: the cost the paper's ablation measures.
 template <class Tr>
 struct InlineLoader {
+  struct Cursor {
+    int next = 0;                         // the next block to load, in visiting order
+    tile::PipelineState<Tr::kStages> st;  // and the stage it goes into
+  };
   int n_blocks = 0, kv_head = 0, batch = 0;
-  int k_next = 0, v_next = 0;                 // the next K / V block to load, in visiting order
-  tile::PipelineState<Tr::kStages> k_st, v_st;  // and the stage it goes into
+  Cursor k, v;
 
+  __device__ __forceinline__ void load_next(const TensorMapBytes* map,
+                                            const tile::TmaPipeline<Tr::kStages>& pipe,
+                                            uint32_t stage_base, Cursor& c) {
+    if (c.next >= n_blocks) return;
+    load_kv_block<Tr>(map, pipe, stage_base, c.st, n_blocks - 1 - c.next, kv_head, batch);
+    c.st.advance();
+    ++c.next;
+  }
   __device__ __forceinline__ void load_k(const FwdParams& p, const FwdSmem<Tr>& sm) {
-    if (k_next >= n_blocks) return;
-    load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(k_st.index), k_st, n_blocks - 1 - k_next,
-                      kv_head, batch);
-    k_st.advance();
-    ++k_next;
+    load_next(&p.tma_k, sm.k_pipe, sm.k_stage(k.st.index), k);
   }
   __device__ __forceinline__ void load_v(const FwdParams& p, const FwdSmem<Tr>& sm) {
-    if (v_next >= n_blocks) return;
-    load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(v_st.index), v_st, n_blocks - 1 - v_next,
-                      kv_head, batch);
-    v_st.advance();
-    ++v_next;
+    load_next(&p.tma_v, sm.v_pipe, sm.v_stage(v.st.index), v);
   }
   __device__ __forceinline__ void start(const FwdParams& p, const FwdSmem<Tr>& sm,
                                         const FwdWork<Tr>& w) {
@@ -462,6 +465,19 @@ struct ConsumerMainloop {
     tile::pin_registers(s);
     release_k(st);
   }
+  // The pipelined loops' close: O += P V of the last block, in a turn of its own, waited for.
+  __device__ __forceinline__ void last_pv(float (&o)[Tr::kHeadDim / 2],
+                                          uint32_t (&p_frag)[Tr::kBlockN / 16][4],
+                                          const tile::PipelineState<Tr::kStages>& st,
+                                          const TurnScheduler<Tr>& turns) {
+    sm.v_pipe.consumer_wait(st);
+    turns.begin();
+    issue_pv(o, p_frag, st);
+    turns.end();
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(st);
+  }
   // Paper Algorithm 2, lines 3-6: first_qk, then its m, P and l. O is still 0: the rescale
   // factor it leaves behind (0) changes nothing.
   __device__ __forceinline__ void first_block(float (&s)[Tr::kBlockN / 2],
@@ -528,13 +544,7 @@ struct ConsumerMainloop {
 
     // Lines 18-19: the last PV.
     release_q();
-    sm.v_pipe.consumer_wait(x.v_st);
-    turns.begin();
-    issue_pv(o, x.p_frag, x.v_st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(o);
-    release_v(x.v_st);
+    last_pv(o, x.p_frag, x.v_st, turns);
     next_stage = x.k_st;
   }
 
@@ -543,7 +553,7 @@ struct ConsumerMainloop {
   // issues QK^T of the next block, rescales O while that GEMM runs, issues the PV of the
   // softmaxed block and waits for both. ptxas lays this out as B.2 shows: softmax first, the
   // O rescale between the QK^T HGMMAs, the PV HGMMAs packed, one wait at the end. Measured
-  // 2-10% slower than run_pipelined on an H100 (bench/NOTES.md v6): the row max no longer
+  // 1-5% slower than run_pipelined on an H100 (bench/NOTES.md v6): the row max no longer
   // runs under the PV GEMM, and the rescale holds the pingpong turn longer.
   template <bool Mask>
   __device__ __forceinline__ void b2_step(float (&o)[Tr::kHeadDim / 2], int n_block_done,
@@ -583,13 +593,7 @@ struct ConsumerMainloop {
     else softmax_block<false>(x.s, 0, x.rescale);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
     rescale_o(o, x.rescale);
-    sm.v_pipe.consumer_wait(x.v_st);
-    turns.begin();
-    issue_pv(o, x.p_frag, x.v_st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(o);
-    release_v(x.v_st);
+    last_pv(o, x.p_frag, x.v_st, turns);
     next_stage = x.k_st;
   }
 

@@ -9,7 +9,7 @@
 #        d128 n128 and d256)
 #   _b2  with overlap: the 2-stage loop in the order of the paper's Appendix B.2 SASS
 #        (softmax first, the next QK^T and this block's PV issued after it, one wait);
-#        measured 2-5% slower than the default order, kept for fa3-sass's B.2 check
+#        measured 1-5% slower than the default order, kept for fa3-sass's B.2 check
 #   _cr  O rescaled only when a row max changed (a warp vote skips the multiplies): +4-5%
 #        at d256, +1-2% at d64, -2% at d128 (bench/NOTES.md v7)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
