@@ -21,6 +21,16 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* map, uint3
       : "memory");
 }
 
+// Pulls a 4-D box into L2 ahead of its load: no shared memory, no barrier, nothing to wait
+// for (a hint; parts outside the tensor are ignored).
+__device__ __forceinline__ void tma_prefetch_l2_4d(const void* map, int32_t c0, int32_t c1,
+                                                   int32_t c2, int32_t c3) {
+  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+
 // Stores a 4-D box from shared memory; parts of the box outside the tensor are not written.
 __device__ __forceinline__ void tma_store_4d(const void* map, uint32_t src, int32_t c0,
                                              int32_t c1, int32_t c2, int32_t c3) {

@@ -157,6 +157,20 @@ __device__ __forceinline__ int draw_tile(const FwdParams& p) {
   return static_cast<int>(gridDim.x + ticket);
 }
 
+// A persistent CTA's next Q, pulled into L2 while this tile runs: Q is read by one CTA only,
+// so its load comes from DRAM, and the next tile would wait for it. Static schedule only:
+// issued after the dynamic scheduler's draw, it made the causal kernels 1-2% slower
+// (bench/NOTES.md v7).
+template <class Tr>
+__device__ __forceinline__ void prefetch_q(const FwdParams& p, int tile) {
+  if (tile >= p.num_tiles) return;
+  const FwdWork<Tr> w(p, tile);
+  for (int wg = 0; wg < Tr::kConsumers; ++wg)
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      ptx::tma_prefetch_l2_4d(&p.tma_q, c * 64, w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup,
+                              w.head, w.batch);
+}
+
 // The producer's walk over its tiles: body(tile, k) loads the k-th one (and calls
 // producer_claim_q before its Q). Dynamic: a tile past the end, published with an arrival
 // on q_full that carries no loads, tells the consumers to stop.
@@ -261,6 +275,8 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
     if (w.n_blocks > 0) load_block(0);
     producer_claim_q<Tr>(sm, tile, k);
     load_q<Tr>(p, sm, w);
+    if constexpr (Tr::kPersistent && !Tr::kDynamic)
+      prefetch_q<Tr>(p, tile + static_cast<int>(gridDim.x));
     for (int it = 1; it < w.n_blocks; ++it) load_block(it);
   });
 }
