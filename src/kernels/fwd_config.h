@@ -92,8 +92,8 @@ struct FwdSmemLayout {
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
 // Pingpong orders whole GEMM pairs of the pipelined loop, and double_p, three_stage and
-// b2_order are forms of that loop, so all need overlap. Without warp specialization the loads are issued
-// by a consumer for its own tile: one tile per CTA, not persistent.
+// b2_order are forms of that loop, so all need overlap. Without warp specialization the
+// loads are issued by a consumer for its own tile: one tile per CTA, not persistent.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
