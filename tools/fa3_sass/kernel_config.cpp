@@ -243,22 +243,16 @@ std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const s
 }
 
 void apply_table_flags(KernelTraits& t, const TableFlags& flags) {
-  if (flags.overlap && *flags.overlap && !t.overlap) {
-    t.overlap = true;
-    t.notes.push_back("overlap from the tuning table");
-  }
-  if (flags.b2_order && *flags.b2_order && !t.b2_order) {
-    t.b2_order = true;
-    t.notes.push_back("B.2 order from the tuning table");
-  }
-  if (flags.three_stage && *flags.three_stage && !t.three_stage) {
-    t.three_stage = true;
-    t.notes.push_back("3-stage from the tuning table");
-  }
-  if (flags.pingpong && *flags.pingpong && !t.pingpong) {
-    t.pingpong = true;
-    t.notes.push_back("pingpong from the tuning table");
-  }
+  auto apply = [&](const std::optional<bool>& on, bool KernelTraits::*field, const char* what) {
+    if (on && *on && !(t.*field)) {
+      t.*field = true;
+      t.notes.push_back(std::string(what) + " from the tuning table");
+    }
+  };
+  apply(flags.overlap, &KernelTraits::overlap, "overlap");
+  apply(flags.b2_order, &KernelTraits::b2_order, "B.2 order");
+  apply(flags.three_stage, &KernelTraits::three_stage, "3-stage");
+  apply(flags.pingpong, &KernelTraits::pingpong, "pingpong");
 }
 
 }  // namespace fa3::sass
