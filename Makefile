@@ -48,7 +48,8 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_CONDITIONAL_RESCALE=$(if $(filter cr,$(call fwd_words,$(1))),true,false) \
             -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \
             -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false) \
-            -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false)
+            -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false) \
+            -DFA3_CLUSTER_M=$(if $(filter c2,$(call fwd_words,$(1))),2,1)
 
 CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
 

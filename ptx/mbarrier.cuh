@@ -19,6 +19,14 @@ __device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// Arrives on a barrier of any CTA of the cluster (a shared::cluster address from mapa), with
+// the default .release.cta semantics. Enough for handing back a stage whose readers were
+// wgmma (their reads completed at wait_group) to a TMA write: .release.cluster would put a
+// MEMBAR.ALL.GPU before every arrival (measured: the 2-CTA kernels ran at half speed).
+__device__ __forceinline__ void mbarrier_arrive_cluster(uint32_t cluster_bar) {
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(cluster_bar) : "memory");
+}
+
 // Arrives and announces `bytes` of TMA transactions that must land before the phase completes.
 // The count must be exact: out-of-bounds box parts are zero-filled and still counted.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {

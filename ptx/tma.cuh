@@ -21,6 +21,20 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* map, uint3
       : "memory");
 }
 
+// Loads a 4-D box into the shared memory of every CTA of the cluster named in `cta_mask`
+// (bit r: rank r), at the same offset `dst` in each; each CTA's barrier at offset `bar`
+// counts the bytes that land in that CTA.
+__device__ __forceinline__ void tma_load_4d_multicast(uint32_t dst, const void* map, uint32_t bar,
+                                                      uint16_t cta_mask, int32_t c0, int32_t c1,
+                                                      int32_t c2, int32_t c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "h"(cta_mask), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3)
+      : "memory");
+}
+
 // Pulls a 4-D box into L2 ahead of its load: no shared memory, no barrier, nothing to wait
 // for (a hint; parts outside the tensor are ignored).
 __device__ __forceinline__ void tma_prefetch_l2_4d(const void* map, int32_t c0, int32_t c1,

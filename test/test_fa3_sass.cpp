@@ -119,6 +119,12 @@ const FixtureCase kFixtures[] = {
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "two_stage_pipeline=pass"},
+    // A 2-CTA cluster kernel whose stage releases carried a cluster-scope release (a
+    // MEMBAR.ALL.GPU before each remote arrival in the mainloop).
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
+     "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass tma_multicast=fail"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -508,6 +514,8 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(names("fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp") == ws + " gemm_softmax_overlap");
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2") == ws + " fp8_qgmma");
   CHECK(names("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp") == ws + " gemm_softmax_overlap");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2") ==
+        ws + " gemm_softmax_overlap tma_multicast");
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows") ==
         "no_spills tma_loads wgmma_used wgmma_not_serialized gemm_softmax_overlap");
   CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),

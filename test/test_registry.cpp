@@ -51,6 +51,12 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(cr->pingpong);
   CHECK(fa3::fwd_kernel_name(*cr) == "fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_pp_causal");
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->conditional_rescale);
+  const auto c2 = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_pp_c2");
+  REQUIRE(c2);
+  CHECK(c2->cluster_m == 2);
+  CHECK(c2->conditional_rescale);
+  CHECK(fa3::fwd_kernel_name(*c2) == "fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_pp_c2");
+  CHECK(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->cluster_m == 1);
 
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
@@ -80,6 +86,10 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_pp_cr",    // flag order
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov_ps_nows",  // nows: not persistent
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_nows_ov",     // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_c2_pp",   // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_causal",  // c2: not causal
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_c2",  // c2: not persistent
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_c2_nows",    // c2: needs the producer
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16

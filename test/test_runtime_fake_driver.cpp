@@ -173,6 +173,34 @@ TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: a 2-CTA cluster kernel gets whole clusters and half-block K/V boxes",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  pr.p.causal = 0;
+  const char* name = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2";
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams params;
+  for (const int64_t seqlen_q : {1000, 800, 1}) {
+    INFO("seqlen_q " << seqlen_q);
+    pr.q.seqlen = pr.o.seqlen = seqlen_q;
+    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+            FA3_OK);
+    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+    // 8, 7 and 1 query blocks: rounded up to whole clusters of 2.
+    const int m_blocks = seqlen_q == 1000 ? 8 : seqlen_q == 800 ? 8 : 2;
+    CHECK(params.num_m_blocks == m_blocks);
+    CHECK(params.num_tiles == m_blocks * 8 * 3);
+    CHECK(grid == static_cast<unsigned>(m_blocks * 8 * 3));
+    CHECK(params.tma_k.opaque[10] == 64u);  // each CTA loads half of a 128-row K/V block
+    CHECK(params.tma_v.opaque[10] == 64u);
+    CHECK(params.tma_q.opaque[10] == 64u);
+    CHECK(params.seqlen_q == seqlen_q);
+  }
+  fa3_destroy(h);
+}
+
 TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();

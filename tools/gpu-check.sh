@@ -2,7 +2,9 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab
+#   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid
+#       (causal per $AB_CAUSAL, default 0), one after the other, for A/B comparisons
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -67,6 +69,9 @@ for step in "${steps[@]}"; do
       run_step forward 400 build/fa3_tests '[forward]' ;;
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
+    ab)
+      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"
+        build/fa3-bench --config "$k" --no-baseline --causal "${AB_CAUSAL:-0}" | grep -v "^#"; done' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

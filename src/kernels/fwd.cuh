@@ -21,6 +21,7 @@
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_params.h"
 #include "ptx/barrier.cuh"
+#include "ptx/cluster.cuh"
 #include "ptx/math.cuh"
 #include "ptx/regs.cuh"
 #include "ptx/tma.cuh"
@@ -60,6 +61,7 @@ struct FwdTraits {
   static constexpr bool kB2Order = kCfg.b2_order;
   static constexpr bool kConditionalRescale = kCfg.conditional_rescale;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
+  static constexpr int kCluster = kCfg.cluster_m;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   static constexpr int kProducerRegs = kCfg.producer_regs();
@@ -68,6 +70,7 @@ struct FwdTraits {
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
+  using KVPipe = tile::TmaPipeline<kStages, kCluster>;
   static_assert(QTile::kBytes == kSmem.q_bytes && KVTile::kBytes == kSmem.kv_stage_bytes, "");
   static constexpr uint32_t kRowsPerWarpgroup = 64;
 };
@@ -79,7 +82,7 @@ struct FwdSmem {
   uint32_t q_full;      // mbarrier: Q_i landed
   uint32_t q_empty;     // mbarrier (persistent): every consumer warp's last QK^T has read Q_i
   uint32_t tile_slot;   // u32 (dynamic scheduler): the tile Q_i belongs to, set with q_full
-  tile::TmaPipeline<Tr::kStages> k_pipe, v_pipe;
+  typename Tr::KVPipe k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
     q = base + Tr::kSmem.q_offset;
@@ -235,18 +238,30 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
 
 // Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
 // consumers released it. Rows past seqlen_k are zero-filled by TMA (and masked by the
-// consumers).
+// consumers). In a cluster, this CTA loads its share of the rows (the map's box is
+// block_n / cluster rows) into the same place in every CTA; its barrier still expects the
+// whole stage, the other shares coming from the other CTAs' producers.
 template <class Tr>
 __device__ __forceinline__ void load_kv_block(const TensorMapBytes* map,
-                                              const tile::TmaPipeline<Tr::kStages>& pipe,
+                                              const typename Tr::KVPipe& pipe,
                                               uint32_t stage_base,
                                               const tile::PipelineState<Tr::kStages>& st,
                                               int n_block, int kv_head, int batch) {
   pipe.producer_acquire(st);
   const uint32_t full = pipe.producer_commit(st, Tr::KVTile::kBytes);
-  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-    ptx::tma_load_4d(stage_base + c * Tr::KVTile::kChunkBytes, map, full, c * 64,
-                     n_block * Tr::kBlockN, kv_head, batch);
+  if constexpr (Tr::kCluster == 1) {
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      ptx::tma_load_4d(stage_base + c * Tr::KVTile::kChunkBytes, map, full, c * 64,
+                       n_block * Tr::kBlockN, kv_head, batch);
+  } else {
+    constexpr int kRows = Tr::kBlockN / Tr::kCluster;
+    constexpr uint16_t kEveryCta = (1u << Tr::kCluster) - 1;
+    const int rank = static_cast<int>(ptx::cluster_ctarank());
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      ptx::tma_load_4d_multicast(stage_base + c * Tr::KVTile::kChunkBytes + rank * kRows * 128,
+                                 map, full, kEveryCta, c * 64, n_block * Tr::kBlockN + rank * kRows,
+                                 kv_head, batch);
+  }
 }
 
 // Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup), for every
@@ -296,7 +311,7 @@ struct InlineLoader {
   Cursor k, v;
 
   __device__ __forceinline__ void load_next(const TensorMapBytes* map,
-                                            const tile::TmaPipeline<Tr::kStages>& pipe,
+                                            const typename Tr::KVPipe& pipe,
                                             uint32_t stage_base, Cursor& c) {
     if (c.next >= n_blocks) return;
     load_kv_block<Tr>(map, pipe, stage_base, c.st, n_blocks - 1 - c.next, kv_head, batch);
@@ -928,7 +943,14 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
   }
-  __syncthreads();
+  // In a cluster, the other CTAs' loads and releases reach this CTA's barriers: all must be
+  // initialized first.
+  if constexpr (Tr::kCluster > 1) {
+    ptx::cluster_arrive_release();
+    ptx::cluster_wait_acquire();
+  } else {
+    __syncthreads();
+  }
 
   const int warpgroup = static_cast<int>(threadIdx.x / 128);
   if constexpr (!Tr::kWarpSpecialized) {
@@ -940,6 +962,12 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
     fwd_consumer<Tr>(p, sm, warpgroup - 1);
+  }
+  // A CTA's shared memory must outlive the other CTAs' releases of its stages (arrivals on
+  // its empty barriers): no CTA exits before every CTA of the cluster is done.
+  if constexpr (Tr::kCluster > 1) {
+    ptx::cluster_arrive_release();
+    ptx::cluster_wait_acquire();
   }
 }
 

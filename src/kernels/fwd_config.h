@@ -50,6 +50,12 @@ struct FwdConfig {
   // when no row of it got a new max (a warp vote and a branch instead of head_dim/2 FMULs
   // per thread). Pays at d256 (128 accumulators per thread), costs at d128 (bench/NOTES.md v7).
   bool conditional_rescale = false;
+  // CTAs per thread-block cluster (1 or 2). The 2 CTAs of a cluster compute neighbouring
+  // query blocks of one head, so they read the same K and V: each loads half of every K/V
+  // block (block_n/2 rows) and TMA multicasts it into both CTAs' shared memory, halving the
+  // L2 traffic of K/V. A stage is refilled once both CTAs released it. Non-causal only (the
+  // two blocks would need different key ranges) and not persistent.
+  int cluster_m = 1;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -93,7 +99,10 @@ struct FwdSmemLayout {
 // The configs a kernel may be built with: the constraints the kernel code relies on.
 // Pingpong orders whole GEMM pairs of the pipelined loop, and double_p, three_stage and
 // b2_order are forms of that loop, so all need overlap. Without warp specialization the
-// loads are issued by a consumer for its own tile: one tile per CTA, not persistent.
+// loads are issued by a consumer for its own tile: one tile per CTA, not persistent. A
+// cluster's CTAs load through their producer warpgroups; the half K/V block each loads
+// starts on a 1024-byte boundary, the 128-byte swizzle's period of 8 rows, as block_n is a
+// multiple of 16.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
@@ -103,6 +112,8 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.double_p || c.overlap) && (!c.three_stage || (c.overlap && !c.double_p)) &&
          (!c.b2_order || (c.overlap && !c.double_p && !c.three_stage)) &&
          (c.warp_specialized || !c.persistent) &&
+         (c.cluster_m == 1 ||
+          (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
          // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
          FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;
 }

@@ -17,6 +17,8 @@
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
 #        d128 n176; the tile loop's state spills d64 w3 n128 causal, so n112 there)
+#   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
+#        every K/V block and TMA multicasts it into both (non-causal, not persistent)
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
@@ -40,6 +42,8 @@ FWD_TILES := \
   d64_m192_n128_s2_w3_ov_cr_pp d64_m192_n128_s2_w3_ov_cr_pp_ps \
   d64_m128_n128_s2_w2_ov_cr_pp_ps_causal d64_m192_n112_s2_w3_ov_cr_pp_ps_causal \
   d256_m128_n64_s2_w2_ov_cr_pp d256_m128_n64_s2_w2_ov_cr_pp_causal \
-  d256_m128_n80_s2_w2_ov_cr_pp d256_m128_n80_s2_w2_ov_cr_pp_causal
+  d256_m128_n80_s2_w2_ov_cr_pp d256_m128_n80_s2_w2_ov_cr_pp_causal \
+  d64_m192_n128_s2_w3_ov_cr_pp_c2 d128_m128_n128_s2_w2_ov_c2 d128_m128_n128_s2_w2_ov_pp_c2 \
+  d128_m128_n176_s2_w2_ov_pp_c2 d256_m128_n64_s2_w2_ov_cr_pp_c2 d256_m128_n80_s2_w2_ov_cr_pp_c2
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

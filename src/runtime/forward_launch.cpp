@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace fa3 {
 
@@ -44,9 +46,11 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   const FwdConfig& c = kernel.fwd;
   FwdParams p;
   std::memset(&p, 0, sizeof p);
+  // In a cluster each CTA loads block_n / cluster_m rows of every K/V block.
+  const unsigned kv_box_rows = static_cast<unsigned>(c.block_n / c.cluster_m);
   Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
-  if (!e.failed()) e = encode_tensor_map(d, k, "k", static_cast<unsigned>(c.block_n), &p.tma_k);
-  if (!e.failed()) e = encode_tensor_map(d, v, "v", static_cast<unsigned>(c.block_n), &p.tma_v);
+  if (!e.failed()) e = encode_tensor_map(d, k, "k", kv_box_rows, &p.tma_k);
+  if (!e.failed()) e = encode_tensor_map(d, v, "v", kv_box_rows, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, o, "o", 64, &p.tma_o);
   if (e.failed()) return e;
   p.lse = lse;
@@ -55,9 +59,20 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.heads = static_cast<int32_t>(prob.heads);
   p.batch = static_cast<int32_t>(prob.batch);
   p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
-  p.num_m_blocks = static_cast<int32_t>((prob.seqlen_q + c.block_m - 1) / c.block_m);
-  // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31, and block_m >= 64.
-  p.num_tiles = static_cast<int32_t>(static_cast<int64_t>(p.num_m_blocks) * prob.heads * prob.batch);
+  // A cluster's CTAs take neighbouring query blocks of one head: the count is rounded up to
+  // whole clusters, and a block past seqlen_q computes on zero-filled Q and stores nothing
+  // (its loads are still the other CTA's half of K and V).
+  int64_t m_blocks = (prob.seqlen_q + c.block_m - 1) / c.block_m;
+  m_blocks = (m_blocks + c.cluster_m - 1) / c.cluster_m * c.cluster_m;
+  // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31 and block_m >= 128,
+  // which leaves room for the rounding of a 2-CTA cluster but not for every larger one.
+  const int64_t tiles = m_blocks * prob.heads * prob.batch;
+  if (tiles > INT32_MAX)
+    return make_error(FA3_ERR_UNSUPPORTED, "q->batch * q->heads * query blocks = " +
+                                               std::to_string(tiles) + " for " + kernel.name +
+                                               " exceeds the 2^31 - 1 blocks of a grid");
+  p.num_m_blocks = static_cast<int32_t>(m_blocks);
+  p.num_tiles = static_cast<int32_t>(tiles);
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
   // (batch, head) pairs whose K and V together take at most ~32 MiB of L2 (the public FA3's
   // heuristic); the causal persistent scheduler walks the tiles one such group at a time.

@@ -464,6 +464,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"three_stage", c.three_stage},
               {"b2_order", c.b2_order},
               {"conditional_rescale", c.conditional_rescale},
+              {"cluster_m", c.cluster_m},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

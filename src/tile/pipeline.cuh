@@ -1,10 +1,14 @@
 // The s-stage circular shared-memory buffer between a TMA producer and wgmma consumers
 // (paper Algorithm 1 line 1). Each stage has a "full" mbarrier (one producer arrival plus the
 // TMA transaction bytes) and an "empty" mbarrier (one arrival per consumer warp).
+// In a cluster of Cluster CTAs whose producers multicast their share of each stage into every
+// CTA, a stage may be refilled only once the consumers of every CTA released it: each
+// consumer warp arrives on the empty barrier of every CTA of the cluster.
 #pragma once
 
 #include <stdint.h>
 
+#include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
 
 #if FA3_DEBUG_HANG
@@ -44,7 +48,7 @@ struct PipelineState {
   }
 };
 
-template <int Stages>
+template <int Stages, int Cluster = 1>
 struct TmaPipeline {
   uint32_t full_bars;   // smem address of Stages consecutive mbarriers
   uint32_t empty_bars;  // smem address of Stages consecutive mbarriers
@@ -52,11 +56,12 @@ struct TmaPipeline {
   __device__ __forceinline__ uint32_t full(uint32_t stage) const { return full_bars + 8 * stage; }
   __device__ __forceinline__ uint32_t empty(uint32_t stage) const { return empty_bars + 8 * stage; }
 
-  // One thread, before the CTA barrier that publishes the barriers.
-  __device__ __forceinline__ void init(uint32_t consumer_arrivals) const {
+  // One thread, before the CTA (cluster) barrier that publishes the barriers;
+  // consumer_warps: of one CTA.
+  __device__ __forceinline__ void init(uint32_t consumer_warps) const {
     for (int s = 0; s < Stages; ++s) {
       ptx::mbarrier_init(full(s), 1);
-      ptx::mbarrier_init(empty(s), consumer_arrivals);
+      ptx::mbarrier_init(empty(s), consumer_warps * Cluster);
     }
   }
 
@@ -80,7 +85,13 @@ struct TmaPipeline {
 
   // Called by one lane per consumer warp once the warp's reads of the stage are complete.
   __device__ __forceinline__ void consumer_release(const PipelineState<Stages>& st) const {
-    ptx::mbarrier_arrive(empty(st.index));
+    if constexpr (Cluster == 1) {
+      ptx::mbarrier_arrive(empty(st.index));
+    } else {
+#pragma unroll
+      for (uint32_t r = 0; r < Cluster; ++r)
+        ptx::mbarrier_arrive_cluster(ptx::mapa_shared_cluster(empty(st.index), r));
+    }
   }
 };
 

@@ -53,6 +53,22 @@ CheckResult tma_loads(const KernelReport& k) {
   return {CheckId::TmaLoads, false, "no UTMALDG: the producer does not load tiles with TMA"};
 }
 
+// A cluster kernel shares its K/V loads through multicast, and its consumers hand stages
+// back to the other CTA with remote mbarrier arrivals. Those must not carry a cluster-scope
+// release: ptxas puts a MEMBAR.ALL.GPU before each (it halved the speed of the first build).
+CheckResult tma_multicast(const KernelReport& k) {
+  const CheckId id = CheckId::TmaMulticast;
+  if (k.mix.utmaldg_multicast == 0)
+    return {id, false, "no UTMALDG.MULTICAST: the CTAs of a cluster load K/V separately"};
+  const std::string loads = count(k.mix.utmaldg_multicast, "UTMALDG.MULTICAST");
+  if (!k.mainloop) return {id, false, loads + ", but no mainloop found to check for fences"};
+  if (k.mainloop_membar_gpu > 0)
+    return {id, false,
+            loads + ", but " + count(k.mainloop_membar_gpu, "GPU-scope MEMBAR") +
+                " in the mainloop: a release wider than the CTA on the stage hand-back"};
+  return {id, true, loads + ", no GPU-scope MEMBAR in the mainloop"};
+}
+
 CheckResult wgmma_used(const KernelReport& k) {
   const size_t wgmma = k.mix.hgmma + k.mix.qgmma;
   if (wgmma > 0)
@@ -213,6 +229,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return two_stage_pipeline(facts);
     case CheckId::GemmSoftmaxOverlap:
       return gemm_softmax_overlap(facts);
+    case CheckId::TmaMulticast:
+      return tma_multicast(facts);
   }
   return {id, false, "unknown check"};
 }
@@ -227,6 +245,12 @@ KernelReport analyze_kernel(const SassFunction& function, const KernelTraits& tr
   k.mainloop = find_mainloop(function);
   if (k.mainloop)
     k.mainloop_serialization = measure_serialization(function, k.mainloop->loop.first, k.mainloop->loop.last);
+  if (k.mainloop)
+    for (size_t i = k.mainloop->loop.first; i <= k.mainloop->loop.last; ++i) {
+      const Instruction& in = function.instructions[i];
+      k.mainloop_membar_gpu += in.base() == "MEMBAR" && (in.opcode.find(".GPU") != std::string::npos ||
+                                                         in.opcode.find(".SYS") != std::string::npos);
+    }
   for (CheckId id : checks_for(traits)) k.checks.push_back(run_check(id, k));
   return k;
 }

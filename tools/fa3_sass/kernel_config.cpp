@@ -24,6 +24,8 @@ const CheckInfo kChecks[] = {
      "2-stage pipelining (B.2): softmax first, WGMMA 1 interleaved, WGMMA 2 packed"},
     {CheckId::GemmSoftmaxOverlap, "gemm_softmax_overlap",
      "GEMM-softmax pipelining: row max / exp2 run while a WGMMA group is in flight"},
+    {CheckId::TmaMulticast, "tma_multicast",
+     "2-CTA cluster: K/V loaded by TMA multicast, no GPU-scope MEMBAR in the mainloop"},
 };
 
 const CheckInfo& info(CheckId id) {
@@ -87,6 +89,7 @@ const FlagToken kFlags[] = {
     {"cr", &KernelTraits::conditional_rescale},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
+    {"c2", &KernelTraits::cluster},
     {"nows", &KernelTraits::no_warp_specialization},
 };
 
@@ -174,6 +177,7 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
       // pipelined forms (Algorithm 2 as written, two P buffers, Algorithm 4).
       {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && t.b2_order},
       {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && (t.overlap || t.three_stage) && !t.b2_order},
+      {CheckId::TmaMulticast, t.cluster},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)
@@ -197,6 +201,7 @@ std::string describe(const KernelTraits& t) {
   if (t.conditional_rescale) s += ", conditional O rescale";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
+  if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {
     s += ", unknown tokens:";

@@ -21,6 +21,7 @@ enum class CheckId {
   Fp8UsesQgmma,        // fp8 kernels: QGMMA
   TwoStagePipeline,    // _b2 kernels: the paper's Appendix B.2 SASS pattern
   GemmSoftmaxOverlap,  // other pipelined kernels: softmax math runs under an in-flight GEMM
+  TmaMulticast,        // cluster kernels: multicast loads, no GPU-scope fence in the mainloop
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
@@ -40,6 +41,7 @@ struct KernelTraits {
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
   bool conditional_rescale = false;  // _cr: O rescaled only when a row max changed
   bool persistent = false;        // _ps: persistent grid
+  bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
   bool warp_specialized = false;  // producer warpgroup + setmaxnreg

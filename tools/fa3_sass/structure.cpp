@@ -79,6 +79,7 @@ InstructionMix count_mix(const SassFunction& f) {
         break;
       case InstrClass::Tma:
         m.utmaldg += in.base() == "UTMALDG";
+        m.utmaldg_multicast += in.base() == "UTMALDG" && op.find(".MULTICAST") != std::string::npos;
         m.utmastg += in.base() == "UTMASTG";
         break;
       case InstrClass::LocalMemory:

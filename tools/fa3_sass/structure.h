@@ -34,6 +34,7 @@ struct InstructionMix {
   size_t mufu_ex2 = 0, f2fp = 0, fmnmx = 0, shfl_bfly = 0;
   size_t bar_sync = 0, bar_arv = 0, syncs = 0;
   size_t utmaldg = 0, utmastg = 0;
+  size_t utmaldg_multicast = 0;  // UTMALDG.*.MULTICAST: one load into several CTAs of a cluster
   size_t usetmaxreg_dealloc = 0, usetmaxreg_alloc = 0;
   size_t ldl = 0, stl = 0;
 };
