@@ -18,7 +18,10 @@
 #        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
 #        d128 n176; the tile loop's state spills d64 w3 n128 causal, so n112 there)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
-#        every K/V block and TMA multicasts it into both (non-causal, not persistent)
+#        every K/V block and TMA multicasts it into both (non-causal, not persistent);
+#        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
+# s3 (3 K/V stages) fits d64 and d128 n128 (not persistent); measured the same as s2 but for
+# the d64 causal persistent kernels at 8k-16k (-4%), so only those are built.
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
@@ -43,7 +46,9 @@ FWD_TILES := \
   d64_m128_n128_s2_w2_ov_cr_pp_ps_causal d64_m192_n112_s2_w3_ov_cr_pp_ps_causal \
   d256_m128_n64_s2_w2_ov_cr_pp d256_m128_n64_s2_w2_ov_cr_pp_causal \
   d256_m128_n80_s2_w2_ov_cr_pp d256_m128_n80_s2_w2_ov_cr_pp_causal \
-  d64_m192_n128_s2_w3_ov_cr_pp_c2 d128_m128_n128_s2_w2_ov_c2 d128_m128_n128_s2_w2_ov_pp_c2 \
-  d128_m128_n176_s2_w2_ov_pp_c2 d256_m128_n64_s2_w2_ov_cr_pp_c2 d256_m128_n80_s2_w2_ov_cr_pp_c2
+  d64_m192_n128_s2_w3_ov_cr_pp_c2 d128_m128_n128_s2_w2_ov_pp_c2 d128_m128_n176_s2_w2_ov_pp_c2 \
+  d256_m128_n80_s2_w2_ov_cr_pp_c2 \
+  d64_m128_n128_s3_w2_ov_pp_ps_causal d64_m192_n112_s3_w3_ov_pp_ps_causal \
+  d64_m192_n112_s3_w3_ov_cr_pp_ps_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
