@@ -72,12 +72,17 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   const fa3::FwdSmemLayout l = fa3::FwdSmemLayout::of(*ps);
   CHECK(l.o_offset != l.q_offset);  // persistent: O has its own tile
   CHECK(fa3::FwdSmemLayout::of(*nows).o_offset == fa3::FwdSmemLayout::of(*nows).q_offset);
+  // Persistent where Q, the K/V stages and an O tile do not fit together: O goes over Q.
+  const auto ps256 = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_pp_ps_causal");
+  REQUIRE(ps256);
+  CHECK(fa3::FwdSmemLayout::of(*ps256).o_over_q());
+  CHECK(fa3::FwdSmemLayout::of(*ps256).total_bytes <= fa3::kFwdSmemLimit);
+  CHECK_FALSE(l.o_over_q());
 
   for (const char* bad : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_pp",         // pingpong needs overlap
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_pp_ov",      // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal_ov",  // flag order
                           "fa3_fwd_bf16_d256_m128_n96_s2_w2",             // shared memory
-                          "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp_ps",   // smem: Q, K, V and O
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_p2",      // ov3 excludes p2
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_b2",      // ov3 excludes b2
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_b2",          // b2 needs overlap

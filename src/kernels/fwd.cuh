@@ -67,6 +67,9 @@ struct FwdTraits {
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
+  // Persistent without room for an O tile of its own (d256): O is staged over Q, so Q is
+  // released for the next tile only once O's store has read it.
+  static constexpr bool kOOverQ = kPersistent && kSmem.o_over_q();
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
@@ -80,7 +83,7 @@ template <class Tr>
 struct FwdSmem {
   uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
   uint32_t q_full;      // mbarrier: Q_i landed
-  uint32_t q_empty;     // mbarrier (persistent): every consumer warp's last QK^T has read Q_i
+  uint32_t q_empty;     // mbarrier (persistent): every consumer warp is done with Q_i
   uint32_t tile_slot;   // u32 (dynamic scheduler): the tile Q_i belongs to, set with q_full
   typename Tr::KVPipe k_pipe, v_pipe;
 
@@ -441,9 +444,10 @@ struct ConsumerMainloop {
       if (is_loader) loader.load_v(p, sm);
   }
   // Persistent: once every QK^T GEMM of the tile has completed, Q_i may be overwritten by the
-  // next tile's Q while the last PV GEMM and the epilogue run.
+  // next tile's Q while the last PV GEMM and the epilogue run. (With O over Q the epilogue
+  // releases it instead: release_q_after_store.)
   __device__ __forceinline__ void release_q() const {
-    if constexpr (Tr::kPersistent)
+    if constexpr (Tr::kPersistent && !Tr::kOOverQ)
       if (lane == 0) ptx::mbarrier_arrive(sm.q_empty);
   }
 
@@ -852,7 +856,8 @@ struct ConsumerMainloop {
 // thread stores it with TMA (which clips the rows past seqlen_q). Non-persistent: O_i goes
 // over this warpgroup's own Q rows (its last wgmma reading them has completed). Persistent:
 // into the O tile, once the store of the previous tile has read it; nobody waits for this
-// store until the next tile's epilogue (or the end of the kernel).
+// store until the next tile's epilogue (or the end of the kernel). Persistent with O over Q:
+// over the Q rows, and Q is handed back to the producer once the store has read them.
 template <class Tr>
 __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<Tr>& w, int wg,
                                              int k, const ConsumerMainloop<Tr>& loop,
@@ -862,7 +867,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<T
   loop.softmax.finalize(inv_sum, lse);
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
-  if (Tr::kPersistent && k > 0) {
+  if (Tr::kPersistent && !Tr::kOOverQ && k > 0) {
     if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
     ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
   }
@@ -880,6 +885,11 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<T
       ptx::tma_store_4d(&p.tma_o, loop.o_rows + c * Tr::QTile::kChunkBytes, c * 64,
                         loop.first_row, w.head, w.batch);
     ptx::bulk_commit_group();
+  }
+  if constexpr (Tr::kOOverQ) {
+    if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
+    ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+    if (lane == 0) ptx::mbarrier_arrive(loop.sm.q_empty);
   }
   if (p.lse != nullptr && lane % 4 == 0) {
     for (int h = 0; h < 2; ++h) {

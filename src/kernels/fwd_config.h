@@ -29,8 +29,9 @@ struct FwdConfig {
   bool double_p = false;
   // Persistent grid (one CTA per SM): non-causal tiles are walked round-robin; causal ones
   // are handed out longest first through a global counter, in groups of heads whose K/V fit
-  // in L2. Otherwise one CTA per tile. O gets its own shared-memory tile, so the next tile's
-  // Q loads while this tile's last GEMM and its epilogue run.
+  // in L2. Otherwise one CTA per tile. O gets its own shared-memory tile where it fits, so
+  // the next tile's Q loads while this tile's last GEMM and its epilogue run; where it does
+  // not (d256), O goes over Q and the next Q loads once O's store has read it.
   bool persistent = false;
   // With overlap: 3-stage pipelining (paper Algorithm 4): QK^T of block j+1 and PV of block
   // j-1 are both in flight while the softmax of block j runs. Needs a second S and a second P
@@ -72,9 +73,14 @@ struct FwdConfig {
 // Shared-memory plan of a forward CTA, in bytes from a 1024-byte aligned base. Every tile
 // is stored as head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle,
 // the layout both TMA (SWIZZLE_128B) and the wgmma descriptors use.
+// Shared memory a forward CTA may use: 227 KB per block, less the kernel's own 1 KB of static
+// shared memory (the aligned extern declaration).
+constexpr uint32_t kFwdSmemLimit = 227u * 1024u - 1024u;
+
 struct FwdSmemLayout {
   uint32_t q_offset, q_bytes;            // Q_i
-  uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or its own tile if persistent
+  uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or (persistent, where it
+                                         // fits) its own tile
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
   uint32_t barrier_offset;               // mbarriers: q_full, q_empty, k_full[s], k_empty[s],
@@ -88,12 +94,16 @@ struct FwdSmemLayout {
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = l.q_offset + l.q_bytes;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
-    l.o_offset = c.persistent ? l.v_offset + l.kv_stage_bytes * c.stages : l.q_offset;
-    l.barrier_offset = c.persistent ? l.o_offset + l.q_bytes : l.v_offset + l.kv_stage_bytes * c.stages;
+    const uint32_t kv_end = l.v_offset + l.kv_stage_bytes * c.stages;
     const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages) + 8u;
-    l.total_bytes = l.barrier_offset + barrier_bytes + 1024;  // +1024: base alignment slack
+    const uint32_t slack = 1024;  // to align the base to 1024
+    const bool own_o = c.persistent && kv_end + l.q_bytes + barrier_bytes + slack <= kFwdSmemLimit;
+    l.o_offset = own_o ? kv_end : l.q_offset;
+    l.barrier_offset = own_o ? l.o_offset + l.q_bytes : kv_end;
+    l.total_bytes = l.barrier_offset + barrier_bytes + slack;
     return l;
   }
+  constexpr bool o_over_q() const { return o_offset == q_offset; }
 };
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
@@ -114,8 +124,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (c.warp_specialized || !c.persistent) &&
          (c.cluster_m == 1 ||
           (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
-         // the kernel's own 1 KB of static shared memory (the aligned extern declaration)
-         FwdSmemLayout::of(c).total_bytes + 1024u <= 227u * 1024u;
+         FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 
 }  // namespace fa3

@@ -15,8 +15,10 @@
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
-#        the next Q loads under the epilogue (needs the shared memory for it: not d256, not
-#        d128 n176; the tile loop's state spills d64 w3 n128 causal, so n112 there)
+#        the next Q loads under the epilogue where that fits (d64, d128 n128); elsewhere
+#        (d256) O goes over Q, which costs non-causal d256 (and d128 n176) 10-20%: only
+#        the causal d256 ones are built. The tile loop's state spills d64 w3 n128 causal,
+#        d256 n80 and d128 n176 causal, so n112 and n64 there
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -49,6 +51,7 @@ FWD_TILES := \
   d64_m192_n128_s2_w3_ov_cr_pp_c2 d128_m128_n128_s2_w2_ov_pp_c2 d128_m128_n176_s2_w2_ov_pp_c2 \
   d256_m128_n80_s2_w2_ov_cr_pp_c2 \
   d64_m128_n128_s3_w2_ov_pp_ps_causal d64_m192_n112_s3_w3_ov_pp_ps_causal \
-  d64_m192_n112_s3_w3_ov_cr_pp_ps_causal
+  d64_m192_n112_s3_w3_ov_cr_pp_ps_causal \
+  d256_m128_n64_s2_w2_ov_pp_ps_causal d256_m128_n64_s2_w2_ov_cr_pp_ps_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
