@@ -119,8 +119,11 @@ const FixtureCase kFixtures[] = {
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "two_stage_pipeline=pass"},
-    // A 2-CTA cluster kernel whose stage releases carried a cluster-scope release (a
-    // MEMBAR.ALL.GPU before each remote arrival in the mainloop).
+    // A 2-CTA cluster kernel as shipped, and a first build whose stage releases carried a
+    // cluster-scope release (a MEMBAR.ALL.GPU before each remote arrival in the mainloop).
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass tma_multicast=pass"},
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
@@ -175,6 +178,9 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(detail("no_setmaxnreg.sass", CheckId::SetMaxReg), Catch::Contains("no USETMAXREG"));
   CHECK_THAT(detail("hmma.sass", CheckId::WgmmaUsed), Catch::Contains("16 HMMA"));
   CHECK_THAT(detail("fp8_without_qgmma.sass", CheckId::Fp8UsesQgmma), Catch::Contains("no QGMMA (32 HGMMA)"));
+  CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
+                    CheckId::TmaMulticast),
+             Catch::Contains("8 UTMALDG.MULTICAST") && Catch::Contains("GPU-scope MEMBAR in the mainloop"));
   const std::string overlap = detail("not_interleaved.sass", CheckId::TwoStagePipeline);
   CHECK_THAT(overlap, Catch::Contains("softmax starts after WGMMA 1"));
   CHECK_THAT(overlap, Catch::Contains("WGMMA 1 is packed"));
