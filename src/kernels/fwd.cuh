@@ -445,7 +445,7 @@ struct ConsumerMainloop {
   }
   // Persistent: once every QK^T GEMM of the tile has completed, Q_i may be overwritten by the
   // next tile's Q while the last PV GEMM and the epilogue run. (With O over Q the epilogue
-  // releases it instead: release_q_after_store.)
+  // releases it instead, once O's store has read it.)
   __device__ __forceinline__ void release_q() const {
     if constexpr (Tr::kPersistent && !Tr::kOOverQ)
       if (lane == 0) ptx::mbarrier_arrive(sm.q_empty);

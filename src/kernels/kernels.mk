@@ -22,8 +22,9 @@
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
-# s3 (3 K/V stages) fits d64 and d128 n128 (not persistent); measured the same as s2 but for
-# the d64 causal persistent kernels at 8k-16k (-4%), so only those are built.
+# s3 (3 K/V stages) fits d64 (persistent too) and d128 n128 (not persistent), not d256;
+# measured the same as s2 except the d64 causal persistent kernels (1-4% faster), so only
+# those are built (bench/NOTES.md v8).
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 FWD_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
