@@ -1,6 +1,7 @@
 #include "analysis.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace fa3::sass {
 
@@ -62,9 +63,9 @@ CheckResult tma_multicast(const KernelReport& k) {
     return {id, false, "no UTMALDG.MULTICAST: the CTAs of a cluster load K/V separately"};
   const std::string loads = count(k.mix.utmaldg_multicast, "UTMALDG.MULTICAST");
   if (!k.mainloop) return {id, false, loads + ", but no mainloop found to check for fences"};
-  if (k.mainloop_membar_gpu > 0)
+  if (k.mainloop->membar_gpu > 0)
     return {id, false,
-            loads + ", but " + count(k.mainloop_membar_gpu, "GPU-scope MEMBAR") +
+            loads + ", but " + count(k.mainloop->membar_gpu, "GPU-scope MEMBAR") +
                 " in the mainloop: a release wider than the CTA on the stage hand-back"};
   return {id, true, loads + ", no GPU-scope MEMBAR in the mainloop"};
 }
@@ -109,17 +110,35 @@ CheckResult fp8_uses_qgmma(const KernelReport& k) {
           "no QGMMA (" + count(k.mix.hgmma, "HGMMA") + "): the fp8 kernel does not multiply in fp8"};
 }
 
+// The pipelined checks look at a mainloop of two WGMMA groups: the failure when there is none
+// (`needs` names what needs the two groups).
+std::optional<CheckResult> no_two_groups(const KernelReport& k, CheckId id, const char* needs) {
+  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
+    return CheckResult{id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  const size_t groups = k.mainloop->groups.size();
+  if (groups < 2)
+    return CheckResult{id, false,
+                       "the mainloop has " + plural(groups, "WGMMA group") + "; " + needs + " needs 2"};
+  return std::nullopt;
+}
+
+// The first full wait (DEPBAR.LE gsb0, 0x0) after WGMMA 1 and before WGMMA 2: WGMMA 1 is
+// drained before WGMMA 2 issues, so the two GEMMs never overlap.
+std::optional<std::string> drain_between_groups(const Mainloop& m) {
+  for (const WgmmaWaitSite& w : m.waits)
+    if (w.index > m.groups[0].last && w.index < m.groups[1].first && w.pending == 0)
+      return "a full wait (DEPBAR.LE gsb0, 0x0) at " + offset(w.index, m) +
+             " drains WGMMA 1 before WGMMA 2 issues";
+  return std::nullopt;
+}
+
 // Paper Appendix B.2: softmax reordered before the first WGMMA, the first WGMMA's HGMMAs
 // interleaved with softmax work, the second WGMMA's HGMMAs packed, and the first WGMMA still
 // in flight when the second issues (one wait at the end).
 CheckResult two_stage_pipeline(const KernelReport& k) {
   const CheckId id = CheckId::TwoStagePipeline;
-  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
-    return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  if (auto failure = no_two_groups(k, id, "the 2-stage pipeline")) return *failure;
   const Mainloop& m = *k.mainloop;
-  if (m.groups.size() < 2)
-    return {id, false,
-            "the mainloop has " + plural(m.groups.size(), "WGMMA group") + "; the 2-stage pipeline needs 2"};
   const WgmmaGroup& first = m.groups[0];
   const WgmmaGroup& second = m.groups[1];
   std::vector<std::string> failures, evidence;
@@ -145,15 +164,8 @@ CheckResult two_stage_pipeline(const KernelReport& k) {
     failures.push_back("WGMMA 2 is interleaved with " + std::to_string(second.between_softmax) +
                        " softmax instructions (expected packed)");
 
-  bool drained = false;
-  for (const WgmmaWaitSite& w : m.waits) {
-    if (w.index > first.last && w.index < second.first && w.pending == 0 && !drained) {
-      failures.push_back("a full wait (DEPBAR.LE gsb0, 0x0) at " + offset(w.index, m) +
-                         " drains WGMMA 1 before WGMMA 2 issues");
-      drained = true;
-    }
-  }
-  if (!drained) evidence.push_back("WGMMA 1 still in flight when WGMMA 2 issues");
+  if (auto drain = drain_between_groups(m)) failures.push_back(*drain);
+  else evidence.push_back("WGMMA 1 still in flight when WGMMA 2 issues");
 
   auto join = [](const std::vector<std::string>& parts) {
     std::string s;
@@ -169,17 +181,9 @@ CheckResult two_stage_pipeline(const KernelReport& k) {
 // in between (no full wait between WGMMA 1 and WGMMA 2).
 CheckResult gemm_softmax_overlap(const KernelReport& k) {
   const CheckId id = CheckId::GemmSoftmaxOverlap;
-  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
-    return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  if (auto failure = no_two_groups(k, id, "pipelining")) return *failure;
   const Mainloop& m = *k.mainloop;
-  if (m.groups.size() < 2)
-    return {id, false,
-            "the mainloop has " + plural(m.groups.size(), "WGMMA group") + "; pipelining needs 2"};
-  for (const WgmmaWaitSite& w : m.waits)
-    if (w.index > m.groups[0].last && w.index < m.groups[1].first && w.pending == 0)
-      return {id, false,
-              "a full wait (DEPBAR.LE gsb0, 0x0) at " + offset(w.index, m) +
-                  " drains WGMMA 1 before WGMMA 2 issues"};
+  if (auto drain = drain_between_groups(m)) return {id, false, *drain};
   std::string evidence;
   size_t best = 0;
   for (size_t g = 0; g < m.groups.size(); ++g) {
@@ -245,12 +249,6 @@ KernelReport analyze_kernel(const SassFunction& function, const KernelTraits& tr
   k.mainloop = find_mainloop(function);
   if (k.mainloop)
     k.mainloop_serialization = measure_serialization(function, k.mainloop->loop.first, k.mainloop->loop.last);
-  if (k.mainloop)
-    for (size_t i = k.mainloop->loop.first; i <= k.mainloop->loop.last; ++i) {
-      const Instruction& in = function.instructions[i];
-      k.mainloop_membar_gpu += in.base() == "MEMBAR" && (in.opcode.find(".GPU") != std::string::npos ||
-                                                         in.opcode.find(".SYS") != std::string::npos);
-    }
   for (CheckId id : checks_for(traits)) k.checks.push_back(run_check(id, k));
   return k;
 }

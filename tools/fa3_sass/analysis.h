@@ -25,7 +25,6 @@ struct KernelReport {
   Serialization serialization;           // whole function
   Serialization mainloop_serialization;  // the mainloop alone (empty when there is none)
   std::optional<Mainloop> mainloop;
-  size_t mainloop_membar_gpu = 0;        // MEMBAR of GPU or system scope inside the mainloop
   std::vector<CheckResult> checks;
 
   bool pass() const;

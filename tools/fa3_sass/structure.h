@@ -90,6 +90,7 @@ struct Mainloop {
   std::vector<WgmmaWaitSite> waits;
   std::optional<size_t> softmax_start;                       // first FMNMX or MUFU.EX2 in the loop
   SoftmaxPosition softmax_position = SoftmaxPosition::None;  // relative to the first group
+  size_t membar_gpu = 0;  // MEMBAR of GPU or system scope in the loop (a wide release)
   std::string picture;
 };
 std::optional<Mainloop> find_mainloop(const SassFunction& f);
