@@ -104,7 +104,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   std::stringstream in(kernel_name);
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
-       persistent = false, conditional_rescale = false, cluster = false,
+       persistent = false, conditional_rescale = false, ascending = false, cluster = false,
        no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
@@ -118,6 +118,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "p2") double_p = true;
     else if (t == "ps") persistent = true;
     else if (t == "cr") conditional_rescale = true;
+    else if (t == "as") ascending = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
     else others.push_back(t);
@@ -128,6 +129,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (conditional_rescale) s += " + O rescaled only on a new row max";
+  if (ascending) s += " + key blocks in ascending order";
   if (pingpong) s += " + pingpong scheduling";
   if (persistent) s += " + persistent grid";
   if (cluster) s += " + 2-CTA clusters (K/V multicast)";

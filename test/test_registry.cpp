@@ -57,6 +57,13 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(c2->conditional_rescale);
   CHECK(fa3::fwd_kernel_name(*c2) == "fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_pp_c2");
   CHECK(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->cluster_m == 1);
+  const auto as = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
+  REQUIRE(as);
+  CHECK(as->ascending);
+  CHECK(as->conditional_rescale);
+  CHECK(as->persistent);
+  CHECK(fa3::fwd_kernel_name(*as) == "fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->ascending);
 
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
@@ -95,6 +102,12 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_causal",  // c2: not causal
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_c2",  // c2: not persistent
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_c2_nows",    // c2: needs the producer
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_as",   // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_as",         // as: needs overlap
+                          "fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_as",   // as: not with p2
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_as",   // as: not with b2
+                          "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_as",      // as: not with ov3
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_nows", // as: needs the producer
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16

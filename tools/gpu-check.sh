@@ -2,9 +2,15 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k ncu-l2
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid
 #       (causal per $AB_CAUSAL, default 0), one after the other, for A/B comparisons
+#   sweep-k: times each non-causal kernel in $SWEEP_CONFIGS at seqlen_q = 8k (paper grid batch
+#       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
+#       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
+#   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
+#       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
+#       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 OUT=${OUT:-gpu-out}
@@ -72,6 +78,15 @@ for step in "${steps[@]}"; do
     ab)
       run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"
         build/fa3-bench --config "$k" --no-baseline --causal "${AB_CAUSAL:-0}" | grep -v "^#"; done' ;;
+    sweep-k)
+      run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
+        for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
+          build/fa3-bench --config "$k" --no-baseline --seqlen-q 8192 --seqlen-k $sk | grep -v "^#"; done; done' ;;
+    ncu-l2)
+      run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
+        for k in $NCU_CONFIGS; do echo "### $k"; c=0; case $k in *_causal) c=1;; esac
+          d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
+          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline --dtype $t --hdim $d --causal $c --seqlen ${NCU_SEQLEN:-8192} --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z]+__"; done' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

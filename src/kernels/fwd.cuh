@@ -10,7 +10,9 @@
 // Without warp specialization (the paper's ablation) there is no producer warpgroup: the
 // first consumer thread issues the loads between its own GEMMs (InlineLoader).
 // Key blocks are visited from the last to the first, so the blocks that need masking (the
-// causal diagonal, the seqlen_k tail) come first, while the row max is still being found.
+// causal diagonal, the seqlen_k tail) come first, while the row max is still being found;
+// Config::ascending visits them first to last (the masked ones last), so that causal CTAs
+// started together on one head ask for the same K/V block at about the same moment.
 #pragma once
 
 #include <math.h>
@@ -62,6 +64,7 @@ struct FwdTraits {
   static constexpr bool kConditionalRescale = kCfg.conditional_rescale;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   static constexpr int kCluster = kCfg.cluster_m;
+  static constexpr bool kAscending = kCfg.ascending;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   static constexpr int kProducerRegs = kCfg.producer_regs();
@@ -140,6 +143,12 @@ struct FwdWork {
     n_blocks = key_end > 0 ? (key_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
   }
 };
+
+// The key block a tile visits at iteration `it` of its n_blocks (producer and consumers agree).
+template <class Tr>
+__device__ __forceinline__ int visited_block(int it, int n_blocks) {
+  return Tr::kAscending ? it : n_blocks - 1 - it;
+}
 
 // Calls body(tile, k) for the k-th tile of this CTA. A non-persistent kernel has exactly one
 // tile, blockIdx.x: no loop, and no loop state to keep in registers.
@@ -283,7 +292,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
     const int kv_head = w.head / p.heads_per_kv_head;
     // Lines 6-10: K_j and V_j into stage j % s.
     auto load_block = [&](int it) {
-      const int n_block = w.n_blocks - 1 - it;
+      const int n_block = visited_block<Tr>(it, w.n_blocks);
       load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(st.index), st, n_block, kv_head, w.batch);
       load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(st.index), st, n_block, kv_head, w.batch);
       st.advance();
@@ -478,6 +487,7 @@ struct ConsumerMainloop {
   }
   __device__ __forceinline__ void run_sequential(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                  const TurnScheduler<Tr>& turns) {
+    static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     tile::PipelineState<Tr::kStages> st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
     int it = 0;
@@ -519,11 +529,11 @@ struct ConsumerMainloop {
                                               uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                               float (&rescale)[2],
                                               const tile::PipelineState<Tr::kStages>& st,
-                                              int n_blocks, bool masked,
+                                              int n_block, bool masked,
                                               const TurnScheduler<Tr>& turns) {
     first_qk(s, st, turns);
-    if (masked) softmax_block<true>(s, n_blocks - 1, rescale);
-    else softmax_block<false>(s, n_blocks - 1, rescale);
+    if (masked) softmax_block<true>(s, n_block, rescale);
+    else softmax_block<false>(s, n_block, rescale);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
   }
 
@@ -569,13 +579,21 @@ struct ConsumerMainloop {
     x.k_st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
 
-    first_block(x.s, x.p_frag, x.rescale, x.k_st, n_blocks, n_masked > 0, turns);
+    // Descending, the masked blocks are the first n_masked visited; ascending, the last.
+    const bool first_masked = Tr::kAscending ? n_masked == n_blocks : n_masked > 0;
+    first_block(x.s, x.p_frag, x.rescale, x.k_st, visited_block<Tr>(0, n_blocks), first_masked,
+                turns);
     x.v_st = x.k_st;
     x.k_st.advance();
 
     int it = 1;  // line 7
-    for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
-    for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
+    if constexpr (Tr::kAscending) {
+      for (; it < n_blocks - n_masked; ++it) pipelined_step<false>(o, it, x, turns);
+      for (; it < n_blocks; ++it) pipelined_step<true>(o, it, x, turns);
+    } else {
+      for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
+      for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
+    }
 
     // Lines 18-19: the last PV.
     release_q();
@@ -612,6 +630,7 @@ struct ConsumerMainloop {
   }
   __device__ __forceinline__ void run_b2_order(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
+    static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     Pipelined x;
     x.k_st = next_stage;
     const int n_masked = masked_iterations(n_blocks);
@@ -727,9 +746,10 @@ struct ConsumerMainloop {
 
   __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
+    static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     DoubleP x;
     x.k_st = next_stage;
-    first_block(x.s, x.p_a, x.rescale, x.k_st, n_blocks, masked_iterations(n_blocks) > 0, turns);
+    first_block(x.s, x.p_a, x.rescale, x.k_st, n_blocks - 1, masked_iterations(n_blocks) > 0, turns);
     x.v_cur = x.k_st;
     x.k_st.advance();
     // Step of parity 0 issues PV with p_a and writes the new P into p_b; parity 1 the reverse.
@@ -785,6 +805,7 @@ struct ConsumerMainloop {
 
   __device__ __forceinline__ void run_three_stage(float (&o)[Tr::kHeadDim / 2], int n_blocks,
                                                   const TurnScheduler<Tr>& turns) {
+    static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     ThreeStage x;
     x.v_st = next_stage;
     x.k_st = next_stage;

@@ -57,6 +57,13 @@ struct FwdConfig {
   // L2 traffic of K/V. A stage is refilled once both CTAs released it. Non-causal only (the
   // two blocks would need different key ranges) and not persistent.
   int cluster_m = 1;
+  // Key blocks in ascending order (0 first, the causal diagonal and the seqlen_k tail last)
+  // instead of descending. CTAs that start together on query blocks of one head then read
+  // the same K/V block at about the same moment, as non-causal CTAs do; descending, causal
+  // CTAs start at their own diagonals and never ask for the same block at once. Loops of
+  // the default pipelined form only (overlap, warp specialization, no double_p, three_stage
+  // or b2_order).
+  bool ascending = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -108,7 +115,8 @@ struct FwdSmemLayout {
 
 // The configs a kernel may be built with: the constraints the kernel code relies on.
 // Pingpong orders whole GEMM pairs of the pipelined loop, and double_p, three_stage and
-// b2_order are forms of that loop, so all need overlap. Without warp specialization the
+// b2_order are forms of that loop, so all need overlap; ascending is written for the plain
+// form of it. Without warp specialization the
 // loads are issued by a consumer for its own tile: one tile per CTA, not persistent. A
 // cluster's CTAs load through their producer warpgroups; the half K/V block each loads
 // starts on a 1024-byte boundary, the 128-byte swizzle's period of 8 rows, as block_n is a
@@ -124,6 +132,8 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (c.warp_specialized || !c.persistent) &&
          (c.cluster_m == 1 ||
           (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
+         (!c.ascending || (c.overlap && c.warp_specialized && !c.double_p && !c.three_stage &&
+                           !c.b2_order)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

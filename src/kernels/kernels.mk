@@ -12,6 +12,10 @@
 #        measured 1-5% slower than the default order, kept for fa3-sass's B.2 check
 #   _cr  O rescaled only when a row max changed (a warp vote skips the multiplies): +4-5%
 #        at d256, +1-2% at d64, -2% at d128 (bench/NOTES.md v7)
+#   _as  key blocks visited first to last (the causal diagonal last), so that causal CTAs
+#        started together on one head ask for the same K/V block at about the same moment,
+#        as non-causal ones do (bench/NOTES.md v9: CTAs in step read K/V with half the L2
+#        sector reads). Built for the causal kernels the table picks; not measured yet
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
@@ -53,6 +57,9 @@ FWD_TILES := \
   d256_m128_n80_s2_w2_ov_cr_pp_c2 \
   d64_m128_n128_s3_w2_ov_pp_ps_causal d64_m192_n112_s3_w3_ov_pp_ps_causal \
   d64_m192_n112_s3_w3_ov_cr_pp_ps_causal \
-  d256_m128_n64_s2_w2_ov_pp_ps_causal d256_m128_n64_s2_w2_ov_cr_pp_ps_causal
+  d256_m128_n64_s2_w2_ov_pp_ps_causal d256_m128_n64_s2_w2_ov_cr_pp_ps_causal \
+  d128_m128_n128_s2_w2_ov_as_pp_ps_causal d128_m128_n128_s2_w2_ov_as_pp_causal \
+  d64_m192_n112_s2_w3_ov_as_pp_ps_causal d64_m128_n128_s3_w2_ov_as_pp_ps_causal \
+  d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal d256_m128_n80_s2_w2_ov_cr_as_pp_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -465,6 +465,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"b2_order", c.b2_order},
               {"conditional_rescale", c.conditional_rescale},
               {"cluster_m", c.cluster_m},
+              {"ascending", c.ascending},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

@@ -87,6 +87,7 @@ const FlagToken kFlags[] = {
     {"p2", &KernelTraits::double_p},
     {"b2", &KernelTraits::b2_order},
     {"cr", &KernelTraits::conditional_rescale},
+    {"as", &KernelTraits::ascending},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"c2", &KernelTraits::cluster},
@@ -199,6 +200,7 @@ std::string describe(const KernelTraits& t) {
   if (t.double_p) s += ", two P buffers";
   if (t.b2_order) s += ", B.2 order";
   if (t.conditional_rescale) s += ", conditional O rescale";
+  if (t.ascending) s += ", ascending key blocks";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
   if (t.cluster) s += ", 2-CTA cluster";

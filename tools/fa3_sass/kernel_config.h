@@ -40,6 +40,7 @@ struct KernelTraits {
   bool double_p = false;          // _p2: two P register buffers
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
   bool conditional_rescale = false;  // _cr: O rescaled only when a row max changed
+  bool ascending = false;         // _as: key blocks visited first to last
   bool persistent = false;        // _ps: persistent grid
   bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
