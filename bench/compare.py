@@ -17,7 +17,10 @@ Method, the same for every system:
   max |difference| exceeds its tolerance is marked WRONG and not timed.
 - warm-up calls, then --iters calls each between two CUDA events on the current stream.
   The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the events
-  measure GPU time only, not Python or launch overhead. Median, p10 and p90 are reported.
+  measure GPU time only, not Python or launch overhead; Python's garbage collector is off
+  while they are queued (a collection pause longer than the hold would let the GPU run
+  dry, and the calls queued after it would time the host). Median, p10 and p90 are
+  reported.
 - a backend that cannot run a shape (PyTorch's reason, e.g. a head dim) is a cell with
   that reason, not a crash.
 
@@ -31,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import gc
 import math
 import shutil
 import statistics
@@ -62,6 +66,7 @@ TOLERANCE_FACTOR = 4.0
 CHECKED_HEADS = 2
 REFERENCE_CHUNK_BYTES = 256 << 20   # float32 scores per reference chunk
 ASSUMED_CLOCK_HZ = 2.0e9            # to turn a hold time into torch.cuda._sleep cycles
+MIN_HOLD_SECONDS = 0.02             # the least hold: a few host hiccups' worth
 
 LAYOUTS = ("fa3: q, k, v, out contiguous (batch, seqlen, heads, head_dim). "
            "SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
@@ -245,14 +250,20 @@ def time_system(system: System, sets: list[Inputs], causal: bool, iters: int,
         torch.cuda.synchronize()
         # Long enough for the host to queue every timed call before the GPU reaches them.
         per_call = statistics.median(host_seconds[1:] or host_seconds)
-        hold_gpu(min(2.0, iters * max(3 * per_call, 100e-6)))
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for i in range(iters):
-            q, k, v = sets[(warmup + i) % len(sets)]
-            starts[i].record()
-            system.call(q, k, v, causal)
-            ends[i].record()
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            hold_gpu(min(2.0, max(MIN_HOLD_SECONDS, iters * max(3 * per_call, 100e-6))))
+            for i in range(iters):
+                q, k, v = sets[(warmup + i) % len(sets)]
+                starts[i].record()
+                system.call(q, k, v, causal)
+                ends[i].record()
+        finally:
+            if collecting:
+                gc.enable()
         torch.cuda.synchronize()
     return [start.elapsed_time(end) for start, end in zip(starts, ends)]
 
