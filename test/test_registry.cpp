@@ -64,6 +64,19 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(as->persistent);
   CHECK(fa3::fwd_kernel_name(*as) == "fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->ascending);
+  const auto xt = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
+  REQUIRE(xt);
+  CHECK(xt->cross_tile);
+  CHECK(xt->persistent);
+  CHECK(fa3::fwd_kernel_name(*xt) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
+  // Two Q buffers, O over the Q buffer of its tile.
+  const fa3::FwdSmemLayout lx = fa3::FwdSmemLayout::of(*xt);
+  CHECK(lx.q_buffers == 2);
+  CHECK(lx.o_over_q());
+  CHECK(lx.k_offset == 2 * lx.q_bytes);
+  CHECK(lx.total_bytes <= fa3::kFwdSmemLimit);
+  CHECK(fa3::FwdSmemLayout::of(*fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp"))
+            .q_buffers == 1);
 
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
@@ -108,6 +121,10 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_as",   // as: not with b2
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_as",      // as: not with ov3
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_nows", // as: needs the producer
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_xt",   // xt: needs ps
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_xt_ps",  // flag order
+                          "fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp_ps_xt",  // xt: not with p2
+                          "fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_pp_ps_xt", // xt: two Q buffers
 "fa3_fwd_bf16_d96_m128_n128_s2_w2",       // head dim
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16

@@ -2,12 +2,15 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k ncu-l2
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid
 #       (causal per $AB_CAUSAL, default 0), one after the other, for A/B comparisons
 #   sweep-k: times each non-causal kernel in $SWEEP_CONFIGS at seqlen_q = 8k (paper grid batch
 #       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
 #       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
+#   kernels: the test "every compiled forward kernel matches the reference" alone, for the
+#       kernels whose names contain $FA3_TEST_KERNELS (e.g. _xt): a short first check of new
+#       kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
@@ -82,6 +85,8 @@ for step in "${steps[@]}"; do
       run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
           build/fa3-bench --config "$k" --no-baseline --seqlen-q 8192 --seqlen-k $sk | grep -v "^#"; done; done' ;;
+    kernels)
+      run_step kernels 150 build/fa3_tests "every compiled forward kernel matches the reference" ;;
     ncu-l2)
       run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
         for k in $NCU_CONFIGS; do echo "### $k"; c=0; case $k in *_causal) c=1;; esac

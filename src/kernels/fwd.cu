@@ -8,7 +8,8 @@
     !defined(FA3_CONSUMER_WARPGROUPS) || !defined(FA3_CAUSAL) || !defined(FA3_OVERLAP) ||  \
     !defined(FA3_PINGPONG) || !defined(FA3_DOUBLE_P) || !defined(FA3_PERSISTENT) ||        \
     !defined(FA3_THREE_STAGE) || !defined(FA3_WARP_SPECIALIZED) || !defined(FA3_B2_ORDER) || \
-    !defined(FA3_CONDITIONAL_RESCALE) || !defined(FA3_CLUSTER_M) || !defined(FA3_ASCENDING)
+    !defined(FA3_CONDITIONAL_RESCALE) || !defined(FA3_CLUSTER_M) || !defined(FA3_ASCENDING) || \
+    !defined(FA3_CROSS_TILE)
 #error "build forward kernels through the Makefile: it defines FA3_* from the kernel name"
 #endif
 
@@ -18,7 +19,7 @@ struct ThisConfig {
       fa3::DType::FA3_DTYPE, FA3_HEAD_DIM, FA3_BLOCK_M,  FA3_BLOCK_N, FA3_STAGES,
       FA3_CONSUMER_WARPGROUPS, FA3_CAUSAL, FA3_OVERLAP, FA3_PINGPONG, FA3_DOUBLE_P,
       FA3_PERSISTENT, FA3_THREE_STAGE, FA3_WARP_SPECIALIZED, FA3_B2_ORDER,
-      FA3_CONDITIONAL_RESCALE, FA3_CLUSTER_M, FA3_ASCENDING};
+      FA3_CONDITIONAL_RESCALE, FA3_CLUSTER_M, FA3_ASCENDING, FA3_CROSS_TILE};
 };
 }  // namespace
 

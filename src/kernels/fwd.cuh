@@ -65,14 +65,17 @@ struct FwdTraits {
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   static constexpr int kCluster = kCfg.cluster_m;
   static constexpr bool kAscending = kCfg.ascending;
+  static constexpr bool kCrossTile = kCfg.cross_tile;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
+  static constexpr int kQBuffers = static_cast<int>(kSmem.q_buffers);
   // Persistent without room for an O tile of its own (d256): O is staged over Q, so Q is
   // released for the next tile only once O's store has read it.
   static constexpr bool kOOverQ = kPersistent && kSmem.o_over_q();
+  static constexpr bool kOInQBuffer = kSmem.o_over_q();
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
@@ -85,25 +88,36 @@ struct FwdTraits {
 template <class Tr>
 struct FwdSmem {
   uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
-  uint32_t q_full;      // mbarrier: Q_i landed
-  uint32_t q_empty;     // mbarrier (persistent): every consumer warp is done with Q_i
-  uint32_t tile_slot;   // u32 (dynamic scheduler): the tile Q_i belongs to, set with q_full
+  uint32_t q_full;      // mbarrier per Q buffer: Q_i landed
+  uint32_t q_empty;     // mbarrier per Q buffer (persistent): every consumer warp is done with Q_i
+  uint32_t tile_slot;   // u32 per Q buffer (dynamic scheduler): the tile its Q_i belongs to,
+                        // set with q_full
   typename Tr::KVPipe k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
+    constexpr uint32_t kQ = Tr::kQBuffers;
     q = base + Tr::kSmem.q_offset;
     k = base + Tr::kSmem.k_offset;
     v = base + Tr::kSmem.v_offset;
     o = base + Tr::kSmem.o_offset;
     const uint32_t bars = base + Tr::kSmem.barrier_offset;
     q_full = bars;
-    q_empty = bars + 8;
-    k_pipe = {bars + 16, bars + 16 + 8 * Tr::kStages};
-    v_pipe = {bars + 16 + 16 * Tr::kStages, bars + 16 + 24 * Tr::kStages};
-    tile_slot = bars + 16 + 32 * Tr::kStages;
+    q_empty = bars + 8 * kQ;
+    k_pipe = {bars + 16 * kQ, bars + 16 * kQ + 8 * Tr::kStages};
+    v_pipe = {bars + 16 * kQ + 16 * Tr::kStages, bars + 16 * kQ + 24 * Tr::kStages};
+    tile_slot = bars + 16 * kQ + 32 * Tr::kStages;
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
   __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
+  // The CTA's k-th tile uses Q buffer k % kQBuffers, for the (k / kQBuffers)-th time: the
+  // parity its barriers are waited with. O is staged over that buffer or in its own tile.
+  __device__ __forceinline__ static int q_index(int k) { return k % Tr::kQBuffers; }
+  __device__ __forceinline__ static uint32_t q_parity(int k) { return (k / Tr::kQBuffers) & 1; }
+  __device__ __forceinline__ uint32_t q_buffer(int k) const { return q + q_index(k) * Tr::QTile::kBytes; }
+  __device__ __forceinline__ uint32_t o_buffer(int k) const { return Tr::kOInQBuffer ? q_buffer(k) : o; }
+  __device__ __forceinline__ uint32_t q_full_bar(int k) const { return q_full + 8 * q_index(k); }
+  __device__ __forceinline__ uint32_t q_empty_bar(int k) const { return q_empty + 8 * q_index(k); }
+  __device__ __forceinline__ uint32_t tile_slot_of(int k) const { return tile_slot + 4 * q_index(k); }
 };
 
 // Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
@@ -186,6 +200,15 @@ __device__ __forceinline__ void prefetch_q(const FwdParams& p, int tile) {
                               w.head, w.batch);
 }
 
+// Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
+// the Q buffer's previous tile; the dynamic scheduler then publishes the tile's index (the
+// consumers read it once this Q has landed, and have read the buffer's previous one by now).
+template <class Tr>
+__device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile, int k) {
+  if (k >= Tr::kQBuffers) tile::mbarrier_wait(sm.q_empty_bar(k), sm.q_parity(k - Tr::kQBuffers));
+  if constexpr (Tr::kDynamic) ptx::st_shared_u32(sm.tile_slot_of(k), static_cast<uint32_t>(tile));
+}
+
 // The producer's walk over its tiles: body(tile, k) loads the k-th one (and calls
 // producer_claim_q before its Q). Dynamic: a tile past the end, published with an arrival
 // on q_full that carries no loads, tells the consumers to stop.
@@ -196,9 +219,8 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
       if (tile >= p.num_tiles) {
-        if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
-        ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
-        ptx::mbarrier_arrive(sm.q_full);
+        producer_claim_q<Tr>(sm, tile, k);
+        ptx::mbarrier_arrive(sm.q_full_bar(k));
         return;
       }
       body(tile, k);
@@ -209,15 +231,6 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
   }
 }
 
-// Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
-// the previous tile's Q; the dynamic scheduler then publishes the tile's index (the
-// consumers read it once this Q has landed, and have read the previous one by now).
-template <class Tr>
-__device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile, int k) {
-  if (k > 0) tile::mbarrier_wait(sm.q_empty, (k - 1) & 1);
-  if constexpr (Tr::kDynamic) ptx::st_shared_u32(sm.tile_slot, static_cast<uint32_t>(tile));
-}
-
 // The consumers' walk: body(tile, k) computes the k-th tile of this CTA. Dynamic: the tile
 // is known once its Q has landed (body must not wait for Q again); otherwise body waits.
 template <class Tr, class Body>
@@ -225,8 +238,8 @@ __device__ __forceinline__ void consumer_tiles(const FwdParams& p, const FwdSmem
                                                Body&& body) {
   if constexpr (Tr::kDynamic) {
     for (int k = 0;; ++k) {
-      tile::mbarrier_wait(sm.q_full, k & 1);
-      const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot));
+      tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+      const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
       if (tile >= p.num_tiles) return;
       body(tile, k);
     }
@@ -239,12 +252,13 @@ __device__ __forceinline__ void consumer_tiles(const FwdParams& p, const FwdSmem
 // for a tile without keys: the consumers wait for it either way.)
 template <class Tr>
 __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm,
-                                       const FwdWork<Tr>& w) {
-  ptx::mbarrier_arrive_expect_tx(sm.q_full, Tr::QTile::kBytes);
+                                       const FwdWork<Tr>& w, int k) {
+  const uint32_t full = sm.q_full_bar(k), q = sm.q_buffer(k);
+  ptx::mbarrier_arrive_expect_tx(full, Tr::QTile::kBytes);
   for (int wg = 0; wg < Tr::kConsumers; ++wg)
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_load_4d(sm.q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
-                       &p.tma_q, sm.q_full, c * 64,
+      ptx::tma_load_4d(q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
+                       &p.tma_q, full, c * 64,
                        w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
 }
 
@@ -298,10 +312,12 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
       st.advance();
     };
     // The first K/V block goes before Q: its stage frees up before the previous tile's
-    // last QK^T releases Q, so a persistent CTA's next tile does not start cold.
-    if (w.n_blocks > 0) load_block(0);
+    // last QK^T releases Q, so a persistent CTA's next tile does not start cold. With two Q
+    // buffers (cross_tile) Q's is free long before: Q first, from DRAM.
+    if (!Tr::kCrossTile && w.n_blocks > 0) load_block(0);
     producer_claim_q<Tr>(sm, tile, k);
-    load_q<Tr>(p, sm, w);
+    load_q<Tr>(p, sm, w, k);
+    if (Tr::kCrossTile && w.n_blocks > 0) load_block(0);
     if constexpr (Tr::kPersistent && !Tr::kDynamic)
       prefetch_q<Tr>(p, tile + static_cast<int>(gridDim.x));
     for (int it = 1; it < w.n_blocks; ++it) load_block(it);
@@ -343,7 +359,7 @@ struct InlineLoader {
     n_blocks = w.n_blocks;
     kv_head = w.head / p.heads_per_kv_head;
     batch = w.batch;
-    load_q<Tr>(p, sm, w);
+    load_q<Tr>(p, sm, w, 0);
     for (int s = 0; s < Tr::kStages; ++s) {
       load_k(p, sm);
       load_v(p, sm);
@@ -394,8 +410,7 @@ struct ConsumerMainloop {
   const FwdParams& p;
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
-  uint32_t q_rows;  // this warpgroup's rows of the Q tile
-  uint32_t o_rows;  // and of the O tile
+  uint32_t q_rows;  // this warpgroup's rows of the Q tile (of the tile's Q buffer)
   tile::OnlineSoftmax softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
@@ -573,19 +588,23 @@ struct ConsumerMainloop {
     x.k_st.advance();
   }
 
-  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
-                                                const TurnScheduler<Tr>& turns) {
-    Pipelined x;
-    x.k_st = next_stage;
-    const int n_masked = masked_iterations(n_blocks);
-
-    // Descending, the masked blocks are the first n_masked visited; ascending, the last.
-    const bool first_masked = Tr::kAscending ? n_masked == n_blocks : n_masked > 0;
-    first_block(x.s, x.p_frag, x.rescale, x.k_st, visited_block<Tr>(0, n_blocks), first_masked,
-                turns);
+  // Descending, the masked blocks are the first n_masked visited; ascending, the last.
+  __device__ __forceinline__ static bool first_visited_masked(int n_blocks, int n_masked) {
+    return Tr::kAscending ? n_masked == n_blocks : n_masked > 0;
+  }
+  // Lines 3-6 for a tile of n_blocks > 0 key blocks (n_masked of them masked): x.k_st is the
+  // stage of its first block.
+  __device__ __forceinline__ void open_tile(Pipelined& x, int n_blocks, int n_masked,
+                                            const TurnScheduler<Tr>& turns) {
+    first_block(x.s, x.p_frag, x.rescale, x.k_st, visited_block<Tr>(0, n_blocks),
+                first_visited_masked(n_blocks, n_masked), turns);
     x.v_st = x.k_st;
     x.k_st.advance();
-
+  }
+  // Lines 7-17: the steps after open_tile. Leaves the last block's PV to the caller.
+  __device__ __forceinline__ void pipelined_steps(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                                  int n_masked, Pipelined& x,
+                                                  const TurnScheduler<Tr>& turns) {
     int it = 1;  // line 7
     if constexpr (Tr::kAscending) {
       for (; it < n_blocks - n_masked; ++it) pipelined_step<false>(o, it, x, turns);
@@ -594,11 +613,51 @@ struct ConsumerMainloop {
       for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
       for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
     }
+  }
 
+  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+                                                const TurnScheduler<Tr>& turns) {
+    Pipelined x;
+    x.k_st = next_stage;
+    const int n_masked = masked_iterations(n_blocks);
+    open_tile(x, n_blocks, n_masked, turns);
+    pipelined_steps(o, n_blocks, n_masked, x, turns);
     // Lines 18-19: the last PV.
     release_q();
     last_pv(o, x.p_frag, x.v_st, turns);
     next_stage = x.k_st;
+  }
+
+  // Config::cross_tile: the last PV of one tile (P in x.p_frag, V in stage x.v_st) and the
+  // first QK^T of the next (on q_rows, K in stage x.k_st) in one turn, as a pipelined step
+  // does within a tile; the next tile's first softmax (its state already reset) runs under
+  // the PV, then `epilogue` finishes the previous tile's O once the PV is done (and leaves
+  // O zeroed for the next tile).
+  template <class Epilogue>
+  __device__ __forceinline__ void boundary_step(float (&o)[Tr::kHeadDim / 2], int next_n_blocks,
+                                                int next_n_masked, Pipelined& x,
+                                                const TurnScheduler<Tr>& turns,
+                                                Epilogue&& epilogue) {
+    sm.k_pipe.consumer_wait(x.k_st);
+    sm.v_pipe.consumer_wait(x.v_st);
+    turns.begin();
+    issue_qk(x.s, x.k_st);
+    issue_pv(o, x.p_frag, x.v_st);
+    turns.end();
+    ptx::wgmma_wait_group<1>();
+    tile::pin_registers(x.s);
+    release_k(x.k_st);
+    const int n_block = visited_block<Tr>(0, next_n_blocks);
+    if (first_visited_masked(next_n_blocks, next_n_masked))
+      softmax_block<true>(x.s, n_block, x.rescale);
+    else softmax_block<false>(x.s, n_block, x.rescale);
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(o);
+    release_v(x.v_st);
+    epilogue();
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    x.v_st = x.k_st;
+    x.k_st.advance();
   }
 
   // Algorithm 2 in the order of the paper's Appendix B.2 SASS (Config::b2_order). A step
@@ -873,19 +932,21 @@ struct ConsumerMainloop {
   }
 };
 
-// Lines 24-25 for one tile: O_i = diag(l)^-1 O_i and L_i. O_i goes to shared memory and one
-// thread stores it with TMA (which clips the rows past seqlen_q). Non-persistent: O_i goes
-// over this warpgroup's own Q rows (its last wgmma reading them has completed). Persistent:
-// into the O tile, once the store of the previous tile has read it; nobody waits for this
-// store until the next tile's epilogue (or the end of the kernel). Persistent with O over Q:
-// over the Q rows, and Q is handed back to the producer once the store has read them.
+// Lines 24-25 for the CTA's k-th tile: O_i = diag(l)^-1 O_i and L_i. O_i goes to shared
+// memory and one thread stores it with TMA (which clips the rows past seqlen_q).
+// Non-persistent: O_i goes over this warpgroup's own Q rows (its last wgmma reading them has
+// completed). Persistent: into the O tile, once the store of the previous tile has read it;
+// nobody waits for this store until the next tile's epilogue (or the end of the kernel).
+// Persistent with O over Q: over the Q rows of the tile's Q buffer, which is handed back to
+// the producer once the store has read them.
 template <class Tr>
-__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<Tr>& w, int wg,
-                                             int k, const ConsumerMainloop<Tr>& loop,
+__device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                             const FwdWork<Tr>& w, int wg, int k, int first_row,
+                                             int thread_in_wg, const float (&inv_sum)[2],
+                                             const float (&lse)[2],
                                              float (&o)[Tr::kHeadDim / 2]) {
-  const int thread_in_wg = loop.thread_in_wg, lane = loop.lane;
-  float inv_sum[2], lse[2];
-  loop.softmax.finalize(inv_sum, lse);
+  const int lane = thread_in_wg % 32;
+  const uint32_t o_rows = sm.o_buffer(k) + wg * Tr::kRowsPerWarpgroup * 128;
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
   if (Tr::kPersistent && !Tr::kOOverQ && k > 0) {
@@ -897,24 +958,24 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<T
     const int row = tile::AccLayout::row(thread_in_wg, e), col = tile::AccLayout::col(thread_in_wg, e);
     const uint32_t packed = Tr::kIsBF16 ? ptx::pack_bf16x2(o[e], o[e + 1])
                                         : ptx::pack_f16x2(o[e], o[e + 1]);
-    ptx::st_shared_u32(loop.o_rows + Tr::QTile::offset(row, col), packed);
+    ptx::st_shared_u32(o_rows + Tr::QTile::offset(row, col), packed);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
   ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
   if (thread_in_wg == 0) {
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_store_4d(&p.tma_o, loop.o_rows + c * Tr::QTile::kChunkBytes, c * 64,
-                        loop.first_row, w.head, w.batch);
+      ptx::tma_store_4d(&p.tma_o, o_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row,
+                        w.head, w.batch);
     ptx::bulk_commit_group();
   }
   if constexpr (Tr::kOOverQ) {
     if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
     ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
-    if (lane == 0) ptx::mbarrier_arrive(loop.sm.q_empty);
+    if (lane == 0) ptx::mbarrier_arrive(sm.q_empty_bar(k));
   }
   if (p.lse != nullptr && lane % 4 == 0) {
     for (int h = 0; h < 2; ++h) {
-      const int row = loop.first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
+      const int row = first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
       if (row < p.seqlen_q) {
         const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + w.head;
         p.lse[bh * p.seqlen_q + row] = lse[h];
@@ -923,37 +984,115 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdWork<T
   }
 }
 
+// The tile a consumer's k-th tile is, and whether there is one (dynamic: once its Q buffer
+// has been published, its Q landed; static: a tile past the end has no Q to wait for).
+template <class Tr>
+__device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSmem<Tr>& sm, int k) {
+  if constexpr (Tr::kDynamic) {
+    tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+    return static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
+  } else {
+    const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
+    return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
+  }
+}
+
+// Config::cross_tile: the tiles of a persistent CTA as one pipeline. A tile's last PV GEMM
+// goes out in one turn with the next tile's first QK^T (on the other Q buffer), and the
+// tile's epilogue runs after the next tile's first softmax, under nobody's GEMM but the
+// other warpgroups': the tensor cores see the tile boundary as one more step. The softmax
+// state of a tile is final before the next one's first softmax (finalize), so only O is
+// carried into the next tile, until its epilogue.
+template <class Tr>
+__device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                                        int wg, ConsumerMainloop<Tr>& loop,
+                                                        const TurnScheduler<Tr>& turns) {
+  using Loop = ConsumerMainloop<Tr>;
+  const uint32_t wg_rows = wg * Tr::kRowsPerWarpgroup * 128;
+  int k = 0;
+  int tile = consumer_tile_at<Tr>(p, sm, k);
+  if (tile >= p.num_tiles) return;
+  FwdWork<Tr> w(p, tile);
+  if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+  loop.q_rows = sm.q_buffer(k) + wg_rows;
+  loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+  float o[Tr::kHeadDim / 2];
+  tile::fill(o, 0.0f);
+  loop.softmax.init();
+  typename Loop::Pipelined x;
+  x.k_st = loop.next_stage;
+  int n_masked = loop.masked_iterations(w.n_blocks);
+  if (w.n_blocks > 0) loop.open_tile(x, w.n_blocks, n_masked, turns);
+  for (;;) {
+    if (w.n_blocks > 0) loop.pipelined_steps(o, w.n_blocks, n_masked, x, turns);
+    // Every QK^T of tile k is done; its last PV (if it has keys) is still to go out.
+    float inv_sum[2], lse[2];
+    loop.softmax.finalize(inv_sum, lse);
+    const int first_row = loop.first_row;
+    const int next_tile = consumer_tile_at<Tr>(p, sm, k + 1);
+    const bool more = next_tile < p.num_tiles;
+    FwdWork<Tr> next = w;
+    if (more) {
+      next = FwdWork<Tr>(p, next_tile);
+      if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k + 1), sm.q_parity(k + 1));
+      loop.q_rows = sm.q_buffer(k + 1) + wg_rows;
+      loop.first_row = next.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+      loop.softmax.init();
+      n_masked = loop.masked_iterations(next.n_blocks);
+    }
+    if (more && w.n_blocks > 0 && next.n_blocks > 0) {
+      loop.boundary_step(o, next.n_blocks, n_masked, x, turns, [&] {
+        fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
+        tile::fill(o, 0.0f);
+      });
+    } else {
+      if (w.n_blocks > 0) loop.last_pv(o, x.p_frag, x.v_st, turns);
+      fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
+      if (!more) break;
+      tile::fill(o, 0.0f);
+      if (next.n_blocks > 0) loop.open_tile(x, next.n_blocks, n_masked, turns);
+    }
+    w = next;
+    ++k;
+  }
+}
+
 // Paper Algorithm 1, lines 11-25 (Algorithm 2 or 4 with overlap), for consumer warpgroup
 // `wg`, for every tile of this CTA.
 template <class Tr>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
   const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
+  const uint32_t wg_rows = wg * Tr::kRowsPerWarpgroup * 128;
   const TurnScheduler<Tr> turns(wg);
-  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0,
-                            sm.q + wg * Tr::kRowsPerWarpgroup * 128,
-                            sm.o + wg * Tr::kRowsPerWarpgroup * 128, {}, {}};
+  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0, sm.q + wg_rows, {}, {}};
   loop.is_loader = !Tr::kWarpSpecialized && threadIdx.x == 0;
-  consumer_tiles<Tr>(p, sm, [&](int tile, int k) {
-    const FwdWork<Tr> w(p, tile);
-    if constexpr (!Tr::kWarpSpecialized)
-      if (loop.is_loader) loop.loader.start(p, sm, w);
-    loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
-    // Line 13.
-    float o[Tr::kHeadDim / 2];
-    tile::fill(o, 0.0f);
-    loop.softmax.init();
-    if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full, k & 1);  // line 14
-    if (w.n_blocks > 0) {
-      if constexpr (Tr::kThreeStage) loop.run_three_stage(o, w.n_blocks, turns);
-      else if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
-      else if constexpr (Tr::kB2Order) loop.run_b2_order(o, w.n_blocks, turns);
-      else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
-      else loop.run_sequential(o, w.n_blocks, turns);
-    } else {
-      loop.release_q();
-    }
-    fwd_epilogue<Tr>(p, w, wg, k, loop, o);
-  });
+  if constexpr (Tr::kCrossTile) {
+    fwd_consumer_cross_tile<Tr>(p, sm, wg, loop, turns);
+  } else {
+    consumer_tiles<Tr>(p, sm, [&](int tile, int k) {
+      const FwdWork<Tr> w(p, tile);
+      if constexpr (!Tr::kWarpSpecialized)
+        if (loop.is_loader) loop.loader.start(p, sm, w);
+      loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+      // Line 13.
+      float o[Tr::kHeadDim / 2];
+      tile::fill(o, 0.0f);
+      loop.softmax.init();
+      if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));  // line 14
+      if (w.n_blocks > 0) {
+        if constexpr (Tr::kThreeStage) loop.run_three_stage(o, w.n_blocks, turns);
+        else if constexpr (Tr::kDoubleP) loop.run_double_p(o, w.n_blocks, turns);
+        else if constexpr (Tr::kB2Order) loop.run_b2_order(o, w.n_blocks, turns);
+        else if constexpr (Tr::kOverlap) loop.run_pipelined(o, w.n_blocks, turns);
+        else loop.run_sequential(o, w.n_blocks, turns);
+      } else {
+        loop.release_q();
+      }
+      float inv_sum[2], lse[2];
+      loop.softmax.finalize(inv_sum, lse);
+      fwd_epilogue<Tr>(p, sm, w, wg, k, loop.first_row, thread_in_wg, inv_sum, lse, o);
+    });
+  }
   // Shared memory must outlive the reads of the last O store.
   if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
 }
@@ -968,8 +1107,10 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   const FwdSmem<Tr> sm(base);
 
   if (threadIdx.x == 0) {
-    ptx::mbarrier_init(sm.q_full, 1);
-    ptx::mbarrier_init(sm.q_empty, 4 * Tr::kConsumers);  // one arrival per consumer warp
+    for (int b = 0; b < Tr::kQBuffers; ++b) {
+      ptx::mbarrier_init(sm.q_full_bar(b), 1);
+      ptx::mbarrier_init(sm.q_empty_bar(b), 4 * Tr::kConsumers);  // one arrival per consumer warp
+    }
     sm.k_pipe.init(4 * Tr::kConsumers);
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();

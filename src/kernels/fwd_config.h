@@ -64,6 +64,11 @@ struct FwdConfig {
   // the default pipelined form only (overlap, warp specialization, no double_p, three_stage
   // or b2_order).
   bool ascending = false;
+  // Persistent, pipelined: a tile's last PV GEMM is issued in one turn with the next tile's
+  // first QK^T, and the tile's epilogue runs under the next tile's first softmax, so the
+  // tensor cores see no tile boundary. Needs the next Q before this tile's last PV: Q is
+  // double-buffered, and O goes over the Q buffer of its own tile.
+  bool cross_tile = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -85,26 +90,30 @@ struct FwdConfig {
 constexpr uint32_t kFwdSmemLimit = 227u * 1024u - 1024u;
 
 struct FwdSmemLayout {
-  uint32_t q_offset, q_bytes;            // Q_i
+  uint32_t q_offset, q_bytes;            // Q_i (cross_tile: two buffers, q_bytes apart)
+  uint32_t q_buffers;
   uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or (persistent, where it
                                          // fits) its own tile
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
   uint32_t v_offset;
-  uint32_t barrier_offset;               // mbarriers: q_full, q_empty, k_full[s], k_empty[s],
-                                         // v_full[s], v_empty[s]; then the next tile's index
+  uint32_t barrier_offset;               // mbarriers: q_full[q_buffers], q_empty[q_buffers],
+                                         // k_full[s], k_empty[s], v_full[s], v_empty[s]; then
+                                         // the index of the tile in each Q buffer
   uint32_t total_bytes;                  // including the slack to align the base to 1024
 
   static constexpr FwdSmemLayout of(const FwdConfig& c) {
     FwdSmemLayout l{};
     l.q_offset = 0;
     l.q_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 2);
+    l.q_buffers = c.cross_tile ? 2 : 1;
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
-    l.k_offset = l.q_offset + l.q_bytes;
+    l.k_offset = l.q_offset + l.q_bytes * l.q_buffers;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     const uint32_t kv_end = l.v_offset + l.kv_stage_bytes * c.stages;
-    const uint32_t barrier_bytes = 8u * (2 + 4 * c.stages) + 8u;
+    const uint32_t barrier_bytes = 8u * (2 * l.q_buffers + 4 * c.stages) + 8u;
     const uint32_t slack = 1024;  // to align the base to 1024
-    const bool own_o = c.persistent && kv_end + l.q_bytes + barrier_bytes + slack <= kFwdSmemLimit;
+    const bool own_o = c.persistent && !c.cross_tile &&
+                       kv_end + l.q_bytes + barrier_bytes + slack <= kFwdSmemLimit;
     l.o_offset = own_o ? kv_end : l.q_offset;
     l.barrier_offset = own_o ? l.o_offset + l.q_bytes : kv_end;
     l.total_bytes = l.barrier_offset + barrier_bytes + slack;
@@ -116,11 +125,11 @@ struct FwdSmemLayout {
 // The configs a kernel may be built with: the constraints the kernel code relies on.
 // Pingpong orders whole GEMM pairs of the pipelined loop, and double_p, three_stage and
 // b2_order are forms of that loop, so all need overlap; ascending is written for the plain
-// form of it. Without warp specialization the
-// loads are issued by a consumer for its own tile: one tile per CTA, not persistent. A
-// cluster's CTAs load through their producer warpgroups; the half K/V block each loads
-// starts on a 1024-byte boundary, the 128-byte swizzle's period of 8 rows, as block_n is a
-// multiple of 16.
+// form of it, and so is cross_tile, which also needs a tile loop (persistent). Without warp
+// specialization the loads are issued by a consumer for its own tile: one tile per CTA, not
+// persistent. A cluster's CTAs load through their producer warpgroups; the half K/V block
+// each loads starts on a 1024-byte boundary, the 128-byte swizzle's period of 8 rows, as
+// block_n is a multiple of 16.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
@@ -134,6 +143,8 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
           (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
          (!c.ascending || (c.overlap && c.warp_specialized && !c.double_p && !c.three_stage &&
                            !c.b2_order)) &&
+         (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
+                            !c.b2_order)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

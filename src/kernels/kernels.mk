@@ -23,6 +23,11 @@
 #        (d256) O goes over Q, which costs non-causal d256 (and d128 n176) 10-20%: only
 #        the causal d256 ones are built. The tile loop's state spills d64 w3 n128 causal,
 #        d256 n80 and d128 n176 causal, so n112 and n64 there
+#   _xt  with _ps: a tile's last PV GEMM goes out with the next tile's first QK^T and its
+#        epilogue runs under the next tile's first softmax (Q double-buffered, O over Q):
+#        the per-tile cost of a persistent kernel is ~1 key block at d128 (bench/NOTES.md
+#        v9). Fits d128 n128 and d64 w2 / w3 n112 (d64 w3 n128 spills, d256 does not fit).
+#        Built, not measured yet
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -60,6 +65,9 @@ FWD_TILES := \
   d256_m128_n64_s2_w2_ov_pp_ps_causal d256_m128_n64_s2_w2_ov_cr_pp_ps_causal \
   d128_m128_n128_s2_w2_ov_as_pp_ps_causal d128_m128_n128_s2_w2_ov_as_pp_causal \
   d64_m192_n112_s2_w3_ov_as_pp_ps_causal d64_m128_n128_s3_w2_ov_as_pp_ps_causal \
-  d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal d256_m128_n80_s2_w2_ov_cr_as_pp_causal
+  d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal d256_m128_n80_s2_w2_ov_cr_as_pp_causal \
+  d128_m128_n128_s2_w2_ov_pp_ps_xt d128_m128_n128_s2_w2_ov_pp_ps_xt_causal \
+  d128_m128_n128_s2_w2_ov_as_pp_ps_xt_causal d64_m128_n128_s3_w2_ov_pp_ps_xt_causal \
+  d64_m192_n112_s2_w3_ov_pp_ps_xt_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -466,6 +466,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"conditional_rescale", c.conditional_rescale},
               {"cluster_m", c.cluster_m},
               {"ascending", c.ascending},
+              {"cross_tile", c.cross_tile},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

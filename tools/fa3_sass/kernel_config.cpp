@@ -90,6 +90,7 @@ const FlagToken kFlags[] = {
     {"as", &KernelTraits::ascending},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
+    {"xt", &KernelTraits::cross_tile},
     {"c2", &KernelTraits::cluster},
     {"nows", &KernelTraits::no_warp_specialization},
 };
@@ -203,6 +204,7 @@ std::string describe(const KernelTraits& t) {
   if (t.ascending) s += ", ascending key blocks";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
+  if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {
