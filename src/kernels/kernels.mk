@@ -16,7 +16,9 @@
 #        started together on one head ask for the same K/V block at about the same moment,
 #        as non-causal ones do (bench/NOTES.md v9: CTAs in step read K/V with half the L2
 #        sector reads). Built for the causal kernels the table picks; not measured yet
-#   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1)
+#   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1); the d256 `_cr`
+#        kernels without it are the public FA3's choice at d256 (its softmax is a quarter of
+#        the GEMM time there, not half): built, not measured yet
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue where that fits (d64, d128 n128); elsewhere
@@ -68,6 +70,8 @@ FWD_TILES := \
   d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal d256_m128_n80_s2_w2_ov_cr_as_pp_causal \
   d128_m128_n128_s2_w2_ov_pp_ps_xt d128_m128_n128_s2_w2_ov_pp_ps_xt_causal \
   d128_m128_n128_s2_w2_ov_as_pp_ps_xt_causal d64_m128_n128_s3_w2_ov_pp_ps_xt_causal \
-  d64_m192_n112_s2_w3_ov_pp_ps_xt_causal
+  d64_m192_n112_s2_w3_ov_pp_ps_xt_causal \
+  d256_m128_n80_s2_w2_ov_cr d256_m128_n80_s2_w2_ov_cr_causal \
+  d256_m128_n64_s2_w2_ov_cr_ps_causal d256_m128_n64_s2_w2_ov_cr_as_ps_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
