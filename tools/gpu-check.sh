@@ -3,8 +3,9 @@
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
 #   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2
-#   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid
-#       (causal per $AB_CAUSAL, default 0), one after the other, for A/B comparisons
+#   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
+#       head dim and dtype (causal when its name says so), one after the other, for A/B
+#       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k)
 #   sweep-k: times each non-causal kernel in $SWEEP_CONFIGS at seqlen_q = 8k (paper grid batch
 #       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
 #       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
@@ -79,8 +80,9 @@ for step in "${steps[@]}"; do
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
     ab)
-      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"
-        build/fa3-bench --config "$k" --no-baseline --causal "${AB_CAUSAL:-0}" | grep -v "^#"; done' ;;
+      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"; c=0; case $k in *_causal) c=1;; esac
+        d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
+        build/fa3-bench --config "$k" --no-baseline --dtype $t --hdim $d --causal $c ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done' ;;
     sweep-k)
       run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
