@@ -10,8 +10,8 @@
 #       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
 #       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
 #   kernels: the test "every compiled forward kernel matches the reference" alone, for the
-#       kernels whose names contain $FA3_TEST_KERNELS (e.g. _xt): a short first check of new
-#       kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
+#       kernels whose names contain one of $FA3_TEST_KERNELS (e.g. _xt,_as): a first check
+#       of new kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
