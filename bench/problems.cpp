@@ -104,8 +104,8 @@ std::string kernel_variant(const std::string& kernel_name) {
   std::stringstream in(kernel_name);
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
-       persistent = false, conditional_rescale = false, ascending = false, cross_tile = false,
-       cluster = false, no_warp_specialization = false;
+       persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
+       ascending = false, cross_tile = false, cluster = false, no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -118,6 +118,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "p2") double_p = true;
     else if (t == "ps") persistent = true;
     else if (t == "cr") conditional_rescale = true;
+    else if (t == "ew") exp_after_pv_wait = true;
     else if (t == "as") ascending = true;
     else if (t == "xt") cross_tile = true;
     else if (t == "c2") cluster = true;
@@ -130,6 +131,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (conditional_rescale) s += " + O rescaled only on a new row max";
+  if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
   if (pingpong) s += " + pingpong scheduling";
   if (persistent) s += " + persistent grid";

@@ -64,6 +64,11 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(as->persistent);
   CHECK(fa3::fwd_kernel_name(*as) == "fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->ascending);
+  const auto ew = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2");
+  REQUIRE(ew);
+  CHECK(ew->exp_after_pv_wait);
+  CHECK(ew->cluster_m == 2);
+  CHECK(fa3::fwd_kernel_name(*ew) == "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2");
   const auto xt = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
   REQUIRE(xt);
   CHECK(xt->cross_tile);
@@ -122,6 +127,9 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_as",      // as: not with ov3
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_nows", // as: needs the producer
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_xt",   // xt: needs ps
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ew",         // ew: needs overlap
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_ew",   // ew: not with b2
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_ew",   // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_xt_ps",  // flag order
                           "fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp_ps_xt",  // xt: not with p2
                           "fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_pp_ps_xt", // xt: two Q buffers

@@ -331,8 +331,8 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
                                "entries[8].config has unknown key \"clusters\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
                                "consumer_regs, overlap, double_p, pingpong, persistent, three_stage, "
-                               "b2_order, conditional_rescale, cluster_m, ascending, cross_tile, "
-                               "warp_specialized, causal)");
+                               "b2_order, conditional_rescale, cluster_m, exp_after_pv_wait, "
+                               "ascending, cross_tile, warp_specialized, causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -519,5 +519,6 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
         "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"double_p\":false,"
         "\"pingpong\":true,\"persistent\":false,\"three_stage\":false,"
         "\"b2_order\":false,\"conditional_rescale\":false,\"cluster_m\":1,"
-        "\"ascending\":false,\"cross_tile\":false,\"warp_specialized\":true,\"causal\":true}");
+        "\"exp_after_pv_wait\":false,\"ascending\":false,\"cross_tile\":false,"
+        "\"warp_specialized\":true,\"causal\":true}");
 }

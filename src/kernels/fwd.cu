@@ -9,17 +9,37 @@
     !defined(FA3_PINGPONG) || !defined(FA3_DOUBLE_P) || !defined(FA3_PERSISTENT) ||        \
     !defined(FA3_THREE_STAGE) || !defined(FA3_WARP_SPECIALIZED) || !defined(FA3_B2_ORDER) || \
     !defined(FA3_CONDITIONAL_RESCALE) || !defined(FA3_CLUSTER_M) || !defined(FA3_ASCENDING) || \
-    !defined(FA3_CROSS_TILE)
+    !defined(FA3_CROSS_TILE) || !defined(FA3_EXP_AFTER_PV_WAIT)
 #error "build forward kernels through the Makefile: it defines FA3_* from the kernel name"
 #endif
 
 namespace {
 struct ThisConfig {
-  static constexpr fa3::FwdConfig value = {
-      fa3::DType::FA3_DTYPE, FA3_HEAD_DIM, FA3_BLOCK_M,  FA3_BLOCK_N, FA3_STAGES,
-      FA3_CONSUMER_WARPGROUPS, FA3_CAUSAL, FA3_OVERLAP, FA3_PINGPONG, FA3_DOUBLE_P,
-      FA3_PERSISTENT, FA3_THREE_STAGE, FA3_WARP_SPECIALIZED, FA3_B2_ORDER,
-      FA3_CONDITIONAL_RESCALE, FA3_CLUSTER_M, FA3_ASCENDING, FA3_CROSS_TILE};
+  // Field by field, by name: a positional initializer would silently shift when a field is
+  // added to FwdConfig anywhere but at its end.
+  static constexpr fa3::FwdConfig value = [] {
+    fa3::FwdConfig c;
+    c.dtype = fa3::DType::FA3_DTYPE;
+    c.head_dim = FA3_HEAD_DIM;
+    c.block_m = FA3_BLOCK_M;
+    c.block_n = FA3_BLOCK_N;
+    c.stages = FA3_STAGES;
+    c.consumer_warpgroups = FA3_CONSUMER_WARPGROUPS;
+    c.causal = FA3_CAUSAL;
+    c.overlap = FA3_OVERLAP;
+    c.pingpong = FA3_PINGPONG;
+    c.double_p = FA3_DOUBLE_P;
+    c.persistent = FA3_PERSISTENT;
+    c.three_stage = FA3_THREE_STAGE;
+    c.warp_specialized = FA3_WARP_SPECIALIZED;
+    c.b2_order = FA3_B2_ORDER;
+    c.conditional_rescale = FA3_CONDITIONAL_RESCALE;
+    c.cluster_m = FA3_CLUSTER_M;
+    c.ascending = FA3_ASCENDING;
+    c.cross_tile = FA3_CROSS_TILE;
+    c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
+    return c;
+  }();
 };
 }  // namespace
 

@@ -66,6 +66,7 @@ struct FwdTraits {
   static constexpr int kCluster = kCfg.cluster_m;
   static constexpr bool kAscending = kCfg.ascending;
   static constexpr bool kCrossTile = kCfg.cross_tile;
+  static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   static constexpr int kProducerRegs = kCfg.producer_regs();
@@ -578,9 +579,25 @@ struct ConsumerMainloop {
     ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
     tile::pin_registers(x.s);
     release_k(x.k_st);
-    softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
-    ptx::wgmma_wait_group<0>();                    // line 14
-    tile::pin_registers(o);
+    if constexpr (Tr::kExpAfterPvWait) {
+      // Line 13 in two halves: the row max under the PV GEMM, the exponentials after it.
+      if (Mask) apply_mask<Tr>(x.s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
+      float base[2];
+      softmax.update_max(x.s, p.scale_log2, base, x.rescale);
+      ptx::wgmma_wait_group<0>();  // line 14
+      tile::pin_registers(o);
+      // + 0 * (an accumulator of each row): the exponentials cannot start before the wait.
+      // (__fmul_rn, not a bit mask: reading an accumulator as an integer made ptxas
+      // serialize the wgmmas.) seqlen_q > 0, so the factor is +0 at run time.
+      const float zero = static_cast<float>(p.seqlen_q >> 31);
+      base[0] += __fmul_rn(o[0], zero);
+      base[1] += __fmul_rn(o[2], zero);
+      softmax.update_exp(x.s, p.scale_log2, base, x.rescale);
+    } else {
+      softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
+      ptx::wgmma_wait_group<0>();                    // line 14
+      tile::pin_registers(o);
+    }
     release_v(x.v_st);  // line 15
     rescale_o(o, x.rescale);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);  // line 16

@@ -64,6 +64,13 @@ struct FwdConfig {
   // the default pipelined form only (overlap, warp specialization, no double_p, three_stage
   // or b2_order).
   bool ascending = false;
+  // With overlap (the plain pipelined loop): the exponentials of a step wait for its PV GEMM
+  // (their base is made to depend on an O accumulator read after the wait), so only the row
+  // max runs under it. ptxas otherwise places that wait where it likes: after the row max in
+  // most kernels, after the first exponentials in some (d128 n128 persistent, the 2-CTA
+  // ones), which then contend for MUFU with the other warpgroup's softmax that pingpong put
+  // under this warpgroup's GEMMs (bench/NOTES.md v9).
+  bool exp_after_pv_wait = false;
   // Persistent, pipelined: a tile's last PV GEMM is issued in one turn with the next tile's
   // first QK^T, and the tile's epilogue runs under the next tile's first softmax, so the
   // tensor cores see no tile boundary. Needs the next Q before this tile's last PV: Q is
@@ -143,6 +150,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
           (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
          (!c.ascending || (c.overlap && c.warp_specialized && !c.double_p && !c.three_stage &&
                            !c.b2_order)) &&
+         (!c.exp_after_pv_wait || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order)) &&
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;

@@ -12,6 +12,10 @@
 #        measured 1-5% slower than the default order, kept for fa3-sass's B.2 check
 #   _cr  O rescaled only when a row max changed (a warp vote skips the multiplies): +4-5%
 #        at d256, +1-2% at d64, -2% at d128 (bench/NOTES.md v7)
+#   _ew  a step's exponentials wait for its PV GEMM (only the row max runs under it), where
+#        ptxas put that wait after the first exponentials (d128 n128 _ps, the _c2 ones); the
+#        plain d128 n128 one, whose wait is after the row max already, is the control.
+#        Built, not measured yet
 #   _as  key blocks visited first to last (the causal diagonal last), so that causal CTAs
 #        started together on one head ask for the same K/V block at about the same moment,
 #        as non-causal ones do (bench/NOTES.md v9: CTAs in step read K/V with half the L2
@@ -73,6 +77,8 @@ FWD_TILES := \
   d64_m192_n112_s2_w3_ov_pp_ps_xt_causal \
   d256_m128_n80_s2_w2_ov_cr d256_m128_n80_s2_w2_ov_cr_causal \
   d256_m128_n64_s2_w2_ov_cr_ps_causal d256_m128_n64_s2_w2_ov_cr_as_ps_causal \
-  d64_m128_n128_s2_w2_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_xt
+  d64_m128_n128_s2_w2_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_xt \
+  d128_m128_n128_s2_w2_ov_ew_pp_ps d128_m128_n128_s2_w2_ov_ew_pp_ps_xt \
+  d128_m128_n176_s2_w2_ov_ew_pp_c2 d128_m128_n128_s2_w2_ov_ew_pp
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

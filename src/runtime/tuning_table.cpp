@@ -465,6 +465,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"b2_order", c.b2_order},
               {"conditional_rescale", c.conditional_rescale},
               {"cluster_m", c.cluster_m},
+              {"exp_after_pv_wait", c.exp_after_pv_wait},
               {"ascending", c.ascending},
               {"cross_tile", c.cross_tile},
               {"warp_specialized", c.warp_specialized},

@@ -36,12 +36,20 @@ struct OnlineSoftmax {
   // P~ is 0 and its factor is 0 (O and l are still 0 then).
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
+    float base[2];
+    update_max(s, scale_log2, base, rescale);
+    update_exp(s, scale_log2, base, rescale);
+  }
+
+  // update, first half: the new row maxima, and the base the exponentials subtract.
+  template <int N>
+  __device__ __forceinline__ void update_max(const float (&s)[N], float scale_log2,
+                                             float (&base)[2], float (&rescale)[2]) {
     // Two independent max chains per row (even / odd columns) halve the dependent latency.
     float block_max[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
 #pragma unroll
     for (int e = 0; e < N; ++e)
       block_max[AccLayout::half(e)][e % 2] = fmaxf(block_max[AccLayout::half(e)][e % 2], s[e]);
-    float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float m_block = quad_max(fmaxf(block_max[h][0], block_max[h][1])) * scale_log2;
@@ -51,6 +59,12 @@ struct OnlineSoftmax {
       rescale[h] = ptx::ex2_approx(row_max[h] - base[h]);
       row_max[h] = m_new;
     }
+  }
+
+  // update, second half: P~ = exp2(S * scale_log2 - base) in place, and the row sums.
+  template <int N>
+  __device__ __forceinline__ void update_exp(float (&s)[N], float scale_log2,
+                                             const float (&base)[2], const float (&rescale)[2]) {
     float block_sum[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
 #pragma unroll
     for (int e = 0; e < N; ++e) {

@@ -87,6 +87,7 @@ const FlagToken kFlags[] = {
     {"p2", &KernelTraits::double_p},
     {"b2", &KernelTraits::b2_order},
     {"cr", &KernelTraits::conditional_rescale},
+    {"ew", &KernelTraits::exp_after_pv_wait},
     {"as", &KernelTraits::ascending},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
@@ -201,6 +202,7 @@ std::string describe(const KernelTraits& t) {
   if (t.double_p) s += ", two P buffers";
   if (t.b2_order) s += ", B.2 order";
   if (t.conditional_rescale) s += ", conditional O rescale";
+  if (t.exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (t.ascending) s += ", ascending key blocks";
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";

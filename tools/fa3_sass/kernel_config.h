@@ -40,6 +40,7 @@ struct KernelTraits {
   bool double_p = false;          // _p2: two P register buffers
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
   bool conditional_rescale = false;  // _cr: O rescaled only when a row max changed
+  bool exp_after_pv_wait = false;  // _ew: a step's exponentials after its PV-GEMM wait
   bool ascending = false;         // _as: key blocks visited first to last
   bool persistent = false;        // _ps: persistent grid
   bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
