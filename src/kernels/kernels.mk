@@ -15,14 +15,14 @@
 #   _ew  a step's exponentials wait for its PV GEMM (only the row max runs under it), where
 #        ptxas put that wait after the first exponentials (d128 n128 _ps, the _c2 ones); the
 #        plain d128 n128 one, whose wait is after the row max already, is the control.
-#        Built, not measured yet
+#        Measured: no consistent effect (+-2%, the control 1-6% slower; bench/NOTES.md v9)
 #   _as  key blocks visited first to last (the causal diagonal last), so that causal CTAs
 #        started together on one head ask for the same K/V block at about the same moment,
-#        as non-causal ones do (bench/NOTES.md v9: CTAs in step read K/V with half the L2
-#        sector reads). Built for the causal kernels the table picks; not measured yet
+#        as non-causal ones do. Measured: no fewer L2 sector reads, times within noise at
+#        d128/d64, +1.5-3% at d256 n64 persistent causal (bench/NOTES.md v9)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1); the d256 `_cr`
 #        kernels without it are the public FA3's choice at d256 (its softmax is a quarter of
-#        the GEMM time there, not half): built, not measured yet
+#        the GEMM time there, not half): +-1% non-causal, +2.5-4% causal n80 at 2k-8k
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue where that fits (d64, d128 n128); elsewhere
@@ -33,7 +33,8 @@
 #        epilogue runs under the next tile's first softmax (Q double-buffered, O over Q):
 #        the per-tile cost of a persistent kernel is ~1 key block at d128 (bench/NOTES.md
 #        v9). Fits d128 n128 and d64 w2 / w3 n112 (d64 w3 n128 spills, d256 does not fit).
-#        Built, not measured yet
+#        Measured: d128 non-causal +5-8% over _ps (and above one CTA per tile everywhere),
+#        d64 m128 s3 causal +2.5-10%; -2 to -10% for d128 causal up to 4k and d64 w3 causal
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
