@@ -26,6 +26,15 @@ summary=()
 # The carried build/ is authoritative: make must not try to rebuild it here (no catch2).
 find build -exec touch {} + 2>/dev/null
 
+# fa3-bench's problem options for one kernel name: its dtype, head dim and causal flag.
+kernel_args() {
+  local k=$1 d t c=0
+  d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
+  case $k in *_causal) c=1 ;; esac
+  echo "--dtype $t --hdim $d --causal $c"
+}
+export -f kernel_args
+
 run_step() {  # name timeout command...
   local name=$1 limit=$2; shift 2
   echo "=== $name: $*"
@@ -80,21 +89,18 @@ for step in "${steps[@]}"; do
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
     ab)
-      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"; c=0; case $k in *_causal) c=1;; esac
-        d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
-        build/fa3-bench --config "$k" --no-baseline --dtype $t --hdim $d --causal $c ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done' ;;
+      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"
+        build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done' ;;
     sweep-k)
       run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
-        d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
-          build/fa3-bench --config "$k" --no-baseline --dtype $t --hdim $d --causal 0 --seqlen-q 8192 --seqlen-k $sk | grep -v "^#"; done; done' ;;
+          build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q 8192 --seqlen-k $sk | grep -v "^#"; done; done' ;;
     kernels)
       run_step kernels 150 build/fa3_tests "every compiled forward kernel matches the reference" ;;
     ncu-l2)
       run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
-        for k in $NCU_CONFIGS; do echo "### $k"; c=0; case $k in *_causal) c=1;; esac
-          d=${k#*_d}; d=${d%%_*}; t=${k#fa3_fwd_}; t=${t%%_*}
-          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline --dtype $t --hdim $d --causal $c --seqlen ${NCU_SEQLEN:-8192} --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done' ;;
+        for k in $NCU_CONFIGS; do echo "### $k"
+          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") --seqlen ${NCU_SEQLEN:-8192} --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

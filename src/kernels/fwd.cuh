@@ -75,8 +75,8 @@ struct FwdTraits {
   static constexpr int kQBuffers = static_cast<int>(kSmem.q_buffers);
   // Persistent without room for an O tile of its own (d256): O is staged over Q, so Q is
   // released for the next tile only once O's store has read it.
-  static constexpr bool kOOverQ = kPersistent && kSmem.o_over_q();
   static constexpr bool kOInQBuffer = kSmem.o_over_q();
+  static constexpr bool kOOverQ = kPersistent && kOInQBuffer;
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
   using KVTile = tile::SwizzledTile<kBlockN, kHeadDim>;  // one stage of K or V
@@ -232,6 +232,19 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
   }
 }
 
+// The tile a consumer's k-th tile is, and whether there is one (dynamic: once its Q buffer
+// has been published, its Q landed; static: a tile past the end has no Q to wait for).
+template <class Tr>
+__device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSmem<Tr>& sm, int k) {
+  if constexpr (Tr::kDynamic) {
+    tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+    return static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
+  } else {
+    const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
+    return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
+  }
+}
+
 // The consumers' walk: body(tile, k) computes the k-th tile of this CTA. Dynamic: the tile
 // is known once its Q has landed (body must not wait for Q again); otherwise body waits.
 template <class Tr, class Body>
@@ -239,8 +252,7 @@ __device__ __forceinline__ void consumer_tiles(const FwdParams& p, const FwdSmem
                                                Body&& body) {
   if constexpr (Tr::kDynamic) {
     for (int k = 0;; ++k) {
-      tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
-      const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
+      const int tile = consumer_tile_at<Tr>(p, sm, k);
       if (tile >= p.num_tiles) return;
       body(tile, k);
     }
@@ -566,10 +578,13 @@ struct ConsumerMainloop {
     tile::PipelineState<Tr::kStages> v_st;      // stage of the block P_cur belongs to
   };
 
-  // Lines 8-16 for key block n_block.
-  template <bool Mask>
-  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kHeadDim / 2], int n_block,
-                                                 Pipelined& x, const TurnScheduler<Tr>& turns) {
+  // Lines 8-16 around two hooks: QK^T of the block in stage x.k_st and PV of P_cur (V in
+  // x.v_st) in one turn; softmax_and_wait() softmaxes S_next and ends with the wait for the
+  // PV GEMM (lines 13-14); after_pv() runs once O is complete, before P_next is converted.
+  template <class SoftmaxAndWait, class AfterPv>
+  __device__ __forceinline__ void step(float (&o)[Tr::kHeadDim / 2], Pipelined& x,
+                                       const TurnScheduler<Tr>& turns,
+                                       SoftmaxAndWait&& softmax_and_wait, AfterPv&& after_pv) {
     sm.k_pipe.consumer_wait(x.k_st);  // line 8
     sm.v_pipe.consumer_wait(x.v_st);  // line 10
     turns.begin();
@@ -579,30 +594,39 @@ struct ConsumerMainloop {
     ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
     tile::pin_registers(x.s);
     release_k(x.k_st);
-    if constexpr (Tr::kExpAfterPvWait) {
-      // Line 13 in two halves: the row max under the PV GEMM, the exponentials after it.
-      if (Mask) apply_mask<Tr>(x.s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
-      float base[2];
-      softmax.update_max(x.s, p.scale_log2, base, x.rescale);
-      ptx::wgmma_wait_group<0>();  // line 14
-      tile::pin_registers(o);
-      // + 0 * (an accumulator of each row): the exponentials cannot start before the wait.
-      // (__fmul_rn, not a bit mask: reading an accumulator as an integer made ptxas
-      // serialize the wgmmas.) seqlen_q > 0, so the factor is +0 at run time.
-      const float zero = static_cast<float>(p.seqlen_q >> 31);
-      base[0] += __fmul_rn(o[0], zero);
-      base[1] += __fmul_rn(o[2], zero);
-      softmax.update_exp(x.s, p.scale_log2, base, x.rescale);
-    } else {
-      softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
-      ptx::wgmma_wait_group<0>();                    // line 14
-      tile::pin_registers(o);
-    }
-    release_v(x.v_st);  // line 15
-    rescale_o(o, x.rescale);
+    softmax_and_wait();  // lines 13-14
+    release_v(x.v_st);   // line 15
+    after_pv();
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);  // line 16
     x.v_st = x.k_st;
     x.k_st.advance();
+  }
+
+  // Lines 8-16 for key block n_block.
+  template <bool Mask>
+  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+                                                 Pipelined& x, const TurnScheduler<Tr>& turns) {
+    step(o, x, turns, [&] {
+      if constexpr (Tr::kExpAfterPvWait) {
+        // Line 13 in two halves: the row max under the PV GEMM, the exponentials after it.
+        if (Mask) apply_mask<Tr>(x.s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
+        float base[2];
+        softmax.update_max(x.s, p.scale_log2, base, x.rescale);
+        ptx::wgmma_wait_group<0>();  // line 14
+        tile::pin_registers(o);
+        // + 0 * (an accumulator of each row): the exponentials cannot start before the wait.
+        // (__fmul_rn, not a bit mask: reading an accumulator as an integer made ptxas
+        // serialize the wgmmas.) seqlen_q > 0, so the factor is +0 at run time.
+        const float zero = static_cast<float>(p.seqlen_q >> 31);
+        base[0] += __fmul_rn(o[0], zero);
+        base[1] += __fmul_rn(o[2], zero);
+        softmax.update_exp(x.s, p.scale_log2, base, x.rescale);
+      } else {
+        softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
+        ptx::wgmma_wait_group<0>();                    // line 14
+        tile::pin_registers(o);
+      }
+    }, [&] { rescale_o(o, x.rescale); });
   }
 
   // Descending, the masked blocks are the first n_masked visited; ascending, the last.
@@ -655,26 +679,14 @@ struct ConsumerMainloop {
                                                 int next_n_masked, Pipelined& x,
                                                 const TurnScheduler<Tr>& turns,
                                                 Epilogue&& epilogue) {
-    sm.k_pipe.consumer_wait(x.k_st);
-    sm.v_pipe.consumer_wait(x.v_st);
-    turns.begin();
-    issue_qk(x.s, x.k_st);
-    issue_pv(o, x.p_frag, x.v_st);
-    turns.end();
-    ptx::wgmma_wait_group<1>();
-    tile::pin_registers(x.s);
-    release_k(x.k_st);
-    const int n_block = visited_block<Tr>(0, next_n_blocks);
-    if (first_visited_masked(next_n_blocks, next_n_masked))
-      softmax_block<true>(x.s, n_block, x.rescale);
-    else softmax_block<false>(x.s, n_block, x.rescale);
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(o);
-    release_v(x.v_st);
-    epilogue();
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
-    x.v_st = x.k_st;
-    x.k_st.advance();
+    step(o, x, turns, [&] {
+      const int n_block = visited_block<Tr>(0, next_n_blocks);
+      if (first_visited_masked(next_n_blocks, next_n_masked))
+        softmax_block<true>(x.s, n_block, x.rescale);
+      else softmax_block<false>(x.s, n_block, x.rescale);
+      ptx::wgmma_wait_group<0>();
+      tile::pin_registers(o);
+    }, epilogue);
   }
 
   // Algorithm 2 in the order of the paper's Appendix B.2 SASS (Config::b2_order). A step
@@ -1001,19 +1013,6 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
   }
 }
 
-// The tile a consumer's k-th tile is, and whether there is one (dynamic: once its Q buffer
-// has been published, its Q landed; static: a tile past the end has no Q to wait for).
-template <class Tr>
-__device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSmem<Tr>& sm, int k) {
-  if constexpr (Tr::kDynamic) {
-    tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
-    return static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
-  } else {
-    const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
-    return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
-  }
-}
-
 // Config::cross_tile: the tiles of a persistent CTA as one pipeline. A tile's last PV GEMM
 // goes out in one turn with the next tile's first QK^T (on the other Q buffer), and the
 // tile's epilogue runs after the next tile's first softmax, under nobody's GEMM but the
@@ -1026,19 +1025,24 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
                                                         const TurnScheduler<Tr>& turns) {
   using Loop = ConsumerMainloop<Tr>;
   const uint32_t wg_rows = wg * Tr::kRowsPerWarpgroup * 128;
+  // Makes the k-th tile, w, the loop's current one (its Q landed, its rows, a fresh softmax);
+  // returns how many of its key blocks need the mask.
+  auto enter_tile = [&](int k, const FwdWork<Tr>& w) {
+    if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+    loop.q_rows = sm.q_buffer(k) + wg_rows;
+    loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+    loop.softmax.init();
+    return loop.masked_iterations(w.n_blocks);
+  };
   int k = 0;
-  int tile = consumer_tile_at<Tr>(p, sm, k);
+  const int tile = consumer_tile_at<Tr>(p, sm, k);
   if (tile >= p.num_tiles) return;
   FwdWork<Tr> w(p, tile);
-  if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
-  loop.q_rows = sm.q_buffer(k) + wg_rows;
-  loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+  int n_masked = enter_tile(k, w);
   float o[Tr::kHeadDim / 2];
   tile::fill(o, 0.0f);
-  loop.softmax.init();
   typename Loop::Pipelined x;
   x.k_st = loop.next_stage;
-  int n_masked = loop.masked_iterations(w.n_blocks);
   if (w.n_blocks > 0) loop.open_tile(x, w.n_blocks, n_masked, turns);
   for (;;) {
     if (w.n_blocks > 0) loop.pipelined_steps(o, w.n_blocks, n_masked, x, turns);
@@ -1051,11 +1055,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     FwdWork<Tr> next = w;
     if (more) {
       next = FwdWork<Tr>(p, next_tile);
-      if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k + 1), sm.q_parity(k + 1));
-      loop.q_rows = sm.q_buffer(k + 1) + wg_rows;
-      loop.first_row = next.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
-      loop.softmax.init();
-      n_masked = loop.masked_iterations(next.n_blocks);
+      n_masked = enter_tile(k + 1, next);
     }
     if (more && w.n_blocks > 0 && next.n_blocks > 0) {
       loop.boundary_step(o, next.n_blocks, n_masked, x, turns, [&] {
