@@ -105,7 +105,8 @@ std::string kernel_variant(const std::string& kernel_name) {
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
        persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
-       ascending = false, cross_tile = false, cluster = false, no_warp_specialization = false;
+       ascending = false, cross_tile = false, q_warp = false, cluster = false,
+       no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -121,6 +122,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "ew") exp_after_pv_wait = true;
     else if (t == "as") ascending = true;
     else if (t == "xt") cross_tile = true;
+    else if (t == "qw") q_warp = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
     else others.push_back(t);
@@ -136,6 +138,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (pingpong) s += " + pingpong scheduling";
   if (persistent) s += " + persistent grid";
   if (cross_tile) s += ", tiles pipelined into each other";
+  if (q_warp) s += " (Q from a warp of its own)";
   if (cluster) s += " + 2-CTA clusters (K/V multicast)";
   if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";
   for (const std::string& t : others) s += " + " + t;  // tokens this bench does not know yet

@@ -74,6 +74,14 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(xt->cross_tile);
   CHECK(xt->persistent);
   CHECK(fa3::fwd_kernel_name(*xt) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
+  CHECK_FALSE(xt->q_warp);
+  const auto qw = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal");
+  REQUIRE(qw);
+  CHECK(qw->q_warp);
+  CHECK(qw->cross_tile);
+  CHECK(fa3::fwd_kernel_name(*qw) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal");
+  // Its two more barriers (tile_ready per Q buffer, draw_go) fit in the same shared memory.
+  CHECK(fa3::FwdSmemLayout::of(*qw).total_bytes == fa3::FwdSmemLayout::of(*xt).total_bytes + 24);
   // Two Q buffers, O over the Q buffer of its tile.
   const fa3::FwdSmemLayout lx = fa3::FwdSmemLayout::of(*xt);
   CHECK(lx.q_buffers == 2);
@@ -127,6 +135,8 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_as",      // as: not with ov3
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_nows", // as: needs the producer
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_xt",   // xt: needs ps
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_qw",  // qw: needs xt
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_qw_xt",  // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ew",         // ew: needs overlap
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_ew",   // ew: not with b2
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_as_ew",   // flag order

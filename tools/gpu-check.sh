@@ -5,7 +5,9 @@
 #   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
-#       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k)
+#       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
+#       fa3-bench binaries to time each kernel with, in turn (default build/fa3-bench; a
+#       saved binary of the previous build compares a kernel with its former code)
 #   sweep-k: times each non-causal kernel in $SWEEP_CONFIGS at seqlen_q = 8k (paper grid batch
 #       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
 #       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
@@ -89,8 +91,9 @@ for step in "${steps[@]}"; do
     ablation)
       run_step ablation 120 build/fa3-bench --ablation --check ;;
     ab)
-      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do echo "### $k"
-        build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done' ;;
+      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do for b in ${AB_BENCH:-build/fa3-bench}; do
+        echo "### $k ($b)"
+        $b --config "$k" --no-baseline $(kernel_args "$k") ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done; done' ;;
     sweep-k)
       run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do

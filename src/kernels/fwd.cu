@@ -37,6 +37,7 @@ struct ThisConfig {
     c.cluster_m = FA3_CLUSTER_M;
     c.ascending = FA3_ASCENDING;
     c.cross_tile = FA3_CROSS_TILE;
+    c.q_warp = FA3_Q_WARP;
     c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
     return c;
   }();

@@ -4,7 +4,8 @@
 //
 // One CTA computes O_i for a block of block_m query rows of one (batch, head):
 //   warpgroup 0       producer: one thread issues TMA loads of Q_i once and of K_j, V_j into
-//                     an s-stage circular buffer; the warpgroup gives its registers away.
+//                     an s-stage circular buffer (q_warp: a thread of its second warp
+//                     loads Q); the warpgroup gives its registers away.
 //   warpgroups 1..W   consumers: each owns 64 query rows; S = Q K^T (SS-wgmma), online
 //                     softmax in fp32, P in 16-bit registers, O += P V (RS-wgmma).
 // Without warp specialization (the paper's ablation) there is no producer warpgroup: the
@@ -66,9 +67,17 @@ struct FwdTraits {
   static constexpr int kCluster = kCfg.cluster_m;
   static constexpr bool kAscending = kCfg.ascending;
   static constexpr bool kCrossTile = kCfg.cross_tile;
+  static constexpr bool kQWarp = kCfg.q_warp;
   static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
+  // Config::q_warp with the dynamic scheduler: the Q warp draws a CTA's next tile once the
+  // K/V thread has issued all but this many of the current tile's blocks. Drawing at the
+  // start of the tile measured the same on the paper's grid (bench/NOTES.md v10), but
+  // binds a tile to a CTA before anyone knows which CTA frees up first: with a few tiles
+  // per CTA the longest-first order then no longer evens out the ends. Drawing after the
+  // last block (0) left the next Q late again (-1 to -2.5% at d128).
+  static constexpr int kDrawLead = 2;
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
@@ -92,7 +101,11 @@ struct FwdSmem {
   uint32_t q_full;      // mbarrier per Q buffer: Q_i landed
   uint32_t q_empty;     // mbarrier per Q buffer (persistent): every consumer warp is done with Q_i
   uint32_t tile_slot;   // u32 per Q buffer (dynamic scheduler): the tile its Q_i belongs to,
-                        // set with q_full
+                        // set with q_full (cross_tile: with tile_ready)
+  uint32_t tile_ready;  // mbarrier per Q buffer (q_warp, dynamic): the Q warp published the
+                        // buffer's tile, for the K/V thread
+  uint32_t draw_go;     // mbarrier (q_warp, dynamic): the K/V thread is kDrawLead blocks
+                        // from the end of the current tile; the Q warp may draw the next
   typename Tr::KVPipe k_pipe, v_pipe;
 
   __device__ __forceinline__ explicit FwdSmem(uint32_t base) {
@@ -107,6 +120,8 @@ struct FwdSmem {
     k_pipe = {bars + 16 * kQ, bars + 16 * kQ + 8 * Tr::kStages};
     v_pipe = {bars + 16 * kQ + 16 * Tr::kStages, bars + 16 * kQ + 24 * Tr::kStages};
     tile_slot = bars + 16 * kQ + 32 * Tr::kStages;
+    tile_ready = tile_slot + 8;
+    draw_go = tile_ready + 8 * kQ;
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
   __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
@@ -119,6 +134,7 @@ struct FwdSmem {
   __device__ __forceinline__ uint32_t q_full_bar(int k) const { return q_full + 8 * q_index(k); }
   __device__ __forceinline__ uint32_t q_empty_bar(int k) const { return q_empty + 8 * q_index(k); }
   __device__ __forceinline__ uint32_t tile_slot_of(int k) const { return tile_slot + 4 * q_index(k); }
+  __device__ __forceinline__ uint32_t tile_ready_bar(int k) const { return tile_ready + 8 * q_index(k); }
 };
 
 // Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
@@ -216,7 +232,15 @@ __device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile
 template <class Tr, class Body>
 __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem<Tr>& sm,
                                                Body&& body) {
-  if constexpr (Tr::kDynamic) {
+  if constexpr (Tr::kDynamic && Tr::kQWarp) {
+    // The Q warp draws; the K/V thread follows its tiles as they are published.
+    for (int k = 0;; ++k) {
+      tile::mbarrier_wait(sm.tile_ready_bar(k), sm.q_parity(k));
+      const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
+      if (tile >= p.num_tiles) return;
+      body(tile, k);
+    }
+  } else if constexpr (Tr::kDynamic) {
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
       if (tile >= p.num_tiles) {
@@ -318,23 +342,61 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
     const FwdWork<Tr> w(p, tile);
     const int kv_head = w.head / p.heads_per_kv_head;
     // Lines 6-10: K_j and V_j into stage j % s.
+    constexpr bool kDrawGo = Tr::kDynamic && Tr::kQWarp;
+    const int draw_go_at = max(0, w.n_blocks - 1 - Tr::kDrawLead);
     auto load_block = [&](int it) {
       const int n_block = visited_block<Tr>(it, w.n_blocks);
       load_kv_block<Tr>(&p.tma_k, sm.k_pipe, sm.k_stage(st.index), st, n_block, kv_head, w.batch);
       load_kv_block<Tr>(&p.tma_v, sm.v_pipe, sm.v_stage(st.index), st, n_block, kv_head, w.batch);
       st.advance();
+      if (kDrawGo && it == draw_go_at) ptx::mbarrier_arrive(sm.draw_go);
     };
+    if (kDrawGo && w.n_blocks == 0) ptx::mbarrier_arrive(sm.draw_go);
     // The first K/V block goes before Q: its stage frees up before the previous tile's
     // last QK^T releases Q, so a persistent CTA's next tile does not start cold. With two Q
-    // buffers (cross_tile) Q's is free long before: Q first, from DRAM.
+    // buffers (cross_tile) Q's is free long before: Q first, from DRAM. (q_warp: Q is the
+    // Q warp's.)
     if (!Tr::kCrossTile && w.n_blocks > 0) load_block(0);
-    producer_claim_q<Tr>(sm, tile, k);
-    load_q<Tr>(p, sm, w, k);
+    if constexpr (!Tr::kQWarp) {
+      producer_claim_q<Tr>(sm, tile, k);
+      load_q<Tr>(p, sm, w, k);
+    }
     if (Tr::kCrossTile && w.n_blocks > 0) load_block(0);
-    if constexpr (Tr::kPersistent && !Tr::kDynamic)
+    if constexpr (Tr::kPersistent && !Tr::kDynamic && !Tr::kQWarp)
       prefetch_q<Tr>(p, tile + static_cast<int>(gridDim.x));
     for (int it = 1; it < w.n_blocks; ++it) load_block(it);
   });
+}
+
+// Config::q_warp: the producer warpgroup's second warp loads Q (one thread), apart from the
+// K/V thread, each tile's as soon as its buffer is free (the epilogue of the tile two
+// before has read it), so the next Q is there before this tile's last PV even when the tile
+// is short; one thread issuing both would block its K/V loads on that buffer (bench/NOTES.md
+// v9). Dynamic: this thread also draws the tiles (kDrawLead blocks before the end of the
+// current one) and publishes each (tile_ready) before its Q; a tile past the end stops the
+// K/V thread and the consumers.
+template <class Tr>
+__device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<Tr>& sm) {
+  ptx::prefetch_tensormap(&p.tma_q);
+  if constexpr (Tr::kDynamic) {
+    int tile = blockIdx.x;
+    for (int k = 0;; ++k) {
+      producer_claim_q<Tr>(sm, tile, k);
+      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+      if (tile >= p.num_tiles) {
+        ptx::mbarrier_arrive(sm.q_full_bar(k));
+        return;
+      }
+      load_q<Tr>(p, sm, FwdWork<Tr>(p, tile), k);
+      tile::mbarrier_wait(sm.draw_go, static_cast<uint32_t>(k & 1));
+      tile = draw_tile(p);
+    }
+  } else {
+    for_each_tile<Tr>(p, [&](int tile, int k) {
+      producer_claim_q<Tr>(sm, tile, k);
+      load_q<Tr>(p, sm, FwdWork<Tr>(p, tile), k);
+    });
+  }
 }
 
 // Without warp specialization: the loads of one tile, issued by the CTA's first consumer
@@ -1127,7 +1189,9 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     for (int b = 0; b < Tr::kQBuffers; ++b) {
       ptx::mbarrier_init(sm.q_full_bar(b), 1);
       ptx::mbarrier_init(sm.q_empty_bar(b), 4 * Tr::kConsumers);  // one arrival per consumer warp
+      if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.tile_ready_bar(b), 1);
     }
+    if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.draw_go, 1);
     sm.k_pipe.init(4 * Tr::kConsumers);
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
@@ -1148,6 +1212,7 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     // Line 3: the producer needs few registers; give them to the consumers.
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
     if (threadIdx.x == 0) fwd_producer<Tr>(p, sm);
+    if (Tr::kQWarp && threadIdx.x == 32) fwd_q_loader<Tr>(p, sm);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
     fwd_consumer<Tr>(p, sm, warpgroup - 1);

@@ -76,6 +76,10 @@ struct FwdConfig {
   // tensor cores see no tile boundary. Needs the next Q before this tile's last PV: Q is
   // double-buffered, and O goes over the Q buffer of its own tile.
   bool cross_tile = false;
+  // With cross_tile: a second producer warp loads Q (and, for the dynamic scheduler, draws
+  // the tiles), each tile's as soon as its buffer frees, instead of the K/V thread after
+  // the previous tile's last K/V load; short tiles then find their Q loaded.
+  bool q_warp = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -105,7 +109,8 @@ struct FwdSmemLayout {
   uint32_t v_offset;
   uint32_t barrier_offset;               // mbarriers: q_full[q_buffers], q_empty[q_buffers],
                                          // k_full[s], k_empty[s], v_full[s], v_empty[s]; then
-                                         // the index of the tile in each Q buffer
+                                         // the index of the tile in each Q buffer;
+                                         // q_warp: tile_ready[q_buffers], draw_go
   uint32_t total_bytes;                  // including the slack to align the base to 1024
 
   static constexpr FwdSmemLayout of(const FwdConfig& c) {
@@ -117,7 +122,9 @@ struct FwdSmemLayout {
     l.k_offset = l.q_offset + l.q_bytes * l.q_buffers;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     const uint32_t kv_end = l.v_offset + l.kv_stage_bytes * c.stages;
-    const uint32_t barrier_bytes = 8u * (2 * l.q_buffers + 4 * c.stages) + 8u;
+    // q_warp adds a tile_ready barrier per Q buffer and draw_go (fwd.cuh, FwdSmem).
+    const uint32_t barrier_bytes =
+        8u * (2 * l.q_buffers + 4 * c.stages) + 8u + (c.q_warp ? 8u * l.q_buffers + 8u : 0u);
     const uint32_t slack = 1024;  // to align the base to 1024
     const bool own_o = c.persistent && !c.cross_tile &&
                        kv_end + l.q_bytes + barrier_bytes + slack <= kFwdSmemLimit;
@@ -153,6 +160,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.exp_after_pv_wait || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order)) &&
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
+         (!c.q_warp || c.cross_tile) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

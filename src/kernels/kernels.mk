@@ -35,6 +35,10 @@
 #        v9). Fits d128 n128 and d64 w2 / w3 n112 (d64 w3 n128 spills, d256 does not fit).
 #        Measured: d128 non-causal +5-8% over _ps (and above one CTA per tile everywhere),
 #        d64 m128 s3 causal +2.5-10%; -2 to -10% for d128 causal up to 4k and d64 w3 causal
+#   _qw  with _xt: Q loaded (and the dynamic scheduler's tiles drawn) by a producer warp of
+#        its own, as soon as a Q buffer frees: the twin of every _xt kernel (bench/NOTES.md
+#        v10). First run: d64 m128 non-causal +4-14%, d128 causal +1-2.5%, d64 w3 n112
+#        causal +2-4%, d128 non-causal the same, d64 m128 s3 causal -1.5 to -3%
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -80,6 +84,10 @@ FWD_TILES := \
   d256_m128_n64_s2_w2_ov_cr_ps_causal d256_m128_n64_s2_w2_ov_cr_as_ps_causal \
   d64_m128_n128_s2_w2_ov_pp_ps d64_m128_n128_s2_w2_ov_pp_ps_xt \
   d128_m128_n128_s2_w2_ov_ew_pp_ps d128_m128_n128_s2_w2_ov_ew_pp_ps_xt \
-  d128_m128_n176_s2_w2_ov_ew_pp_c2 d128_m128_n128_s2_w2_ov_ew_pp
+  d128_m128_n176_s2_w2_ov_ew_pp_c2 d128_m128_n128_s2_w2_ov_ew_pp \
+  d128_m128_n128_s2_w2_ov_pp_ps_xt_qw d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_as_pp_ps_xt_qw_causal d64_m128_n128_s3_w2_ov_pp_ps_xt_qw_causal \
+  d64_m192_n112_s2_w3_ov_pp_ps_xt_qw_causal d64_m128_n128_s2_w2_ov_pp_ps_xt_qw \
+  d128_m128_n128_s2_w2_ov_ew_pp_ps_xt_qw
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -38,7 +38,7 @@ int number_after(const std::string& token, char prefix) {
 
 std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   const std::vector<std::string> t = split(name, '_');
-  if (t.size() < 8 || t.size() > 19) return std::nullopt;
+  if (t.size() < 8 || t.size() > 20) return std::nullopt;
   if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
   FwdConfig c;
   if (t[2] == "f16") c.dtype = DType::F16;
@@ -49,8 +49,8 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ew, as, pp, ps, xt, c2, nows,
-  // causal.
+  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ew, as, pp, ps, xt, qw, c2,
+  // nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
   else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
@@ -62,6 +62,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
   if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
   if (i < t.size() && t[i] == "xt") c.cross_tile = true, ++i;
+  if (i < t.size() && t[i] == "qw") c.q_warp = true, ++i;
   if (i < t.size() && t[i] == "c2") c.cluster_m = 2, ++i;
   if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
   if (i < t.size() && t[i] == "causal") c.causal = true, ++i;
@@ -87,6 +88,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.pingpong) s += "_pp";
   if (c.persistent) s += "_ps";
   if (c.cross_tile) s += "_xt";
+  if (c.q_warp) s += "_qw";
   if (c.cluster_m == 2) s += "_c2";
   if (!c.warp_specialized) s += "_nows";
   if (c.causal) s += "_causal";

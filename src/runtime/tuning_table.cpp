@@ -468,6 +468,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"exp_after_pv_wait", c.exp_after_pv_wait},
               {"ascending", c.ascending},
               {"cross_tile", c.cross_tile},
+              {"q_warp", c.q_warp},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

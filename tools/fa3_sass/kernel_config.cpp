@@ -92,6 +92,7 @@ const FlagToken kFlags[] = {
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"xt", &KernelTraits::cross_tile},
+    {"qw", &KernelTraits::q_warp},
     {"c2", &KernelTraits::cluster},
     {"nows", &KernelTraits::no_warp_specialization},
 };
@@ -207,6 +208,7 @@ std::string describe(const KernelTraits& t) {
   if (t.pingpong) s += ", pingpong";
   if (t.persistent) s += ", persistent";
   if (t.cross_tile) s += ", cross-tile pipelining";
+  if (t.q_warp) s += ", Q warp";
   if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {

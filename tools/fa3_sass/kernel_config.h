@@ -44,6 +44,7 @@ struct KernelTraits {
   bool ascending = false;         // _as: key blocks visited first to last
   bool persistent = false;        // _ps: persistent grid
   bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
+  bool q_warp = false;            // _qw: Q loaded by a producer warp of its own
   bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
