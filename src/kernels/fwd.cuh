@@ -137,6 +137,10 @@ struct FwdSmem {
   __device__ __forceinline__ uint32_t tile_ready_bar(int k) const { return tile_ready + 8 * q_index(k); }
 };
 
+// x from lane 0 of the warp, in a register the compiler knows to hold one value per warp
+// (it can then live in the uniform datapath, with what is computed from it).
+__device__ __forceinline__ int warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
+
 // Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
 // the tiles blockIdx.x, blockIdx.x + gridDim.x, ...: one tile each when the grid has one CTA
 // per tile, a round-robin share when it is persistent (one CTA per SM).
@@ -262,7 +266,10 @@ template <class Tr>
 __device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSmem<Tr>& sm, int k) {
   if constexpr (Tr::kDynamic) {
     tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
-    return static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
+    // The same value in every lane, but a shared-memory load is per thread to the compiler:
+    // broadcast it, so that what follows from the tile (its key blocks, the loop counts,
+    // the stage index they advance) stays in uniform registers (see fwd_kernel).
+    return warp_uniform(static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k))));
   } else {
     const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
     return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
@@ -1205,7 +1212,13 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     __syncthreads();
   }
 
-  const int warpgroup = static_cast<int>(threadIdx.x / 128);
+  // Warp-uniform to the compiler, not only in fact: a consumer's first row, and from it
+  // (causal) how many of its key blocks take the mask, depend on it. Read from threadIdx,
+  // it made ptxas keep the loop counts, and so the K/V stage index and phase and every
+  // wgmma descriptor, in per-thread registers (R2UR, LOP3 and IMAD.MOV per GEMM: 11% more
+  // instructions per key block in the causal d128 kernel than the non-causal one, ncu;
+  // bench/NOTES.md v10).
+  const int warpgroup = warp_uniform(static_cast<int>(threadIdx.x / 128));
   if constexpr (!Tr::kWarpSpecialized) {
     fwd_consumer<Tr>(p, sm, warpgroup);
   } else if (warpgroup == 0) {
