@@ -59,7 +59,7 @@ for step in "${steps[@]}"; do
       run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
     sass)
       # The report (text, JSON, SVG of the mainloops) and every kernel's SASS as fixtures.
-      run_step sass 120 build/fa3-sass --lib build/libfa3.so --svg "$OUT/mainloops.svg" \
+      run_step sass 300 build/fa3-sass --lib build/libfa3.so --svg "$OUT/mainloops.svg" \
         --dump-sass "$OUT/sass"
       build/fa3-sass --lib build/libfa3.so --json > "$OUT/sass.json" 2>&1
       tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass" ;;
