@@ -37,8 +37,10 @@
 #        d64 m128 s3 causal +2.5-10%; -2 to -10% for d128 causal up to 4k and d64 w3 causal
 #   _qw  with _xt: Q loaded (and the dynamic scheduler's tiles drawn) by a producer warp of
 #        its own, as soon as a Q buffer frees: the twin of every _xt kernel (bench/NOTES.md
-#        v10). First run: d64 m128 non-causal +4-14%, d128 causal +1-2.5%, d64 w3 n112
-#        causal +2-4%, d128 non-causal the same, d64 m128 s3 causal -1.5 to -3%
+#        v10). Against _xt: d64 m128 non-causal +4-14%, d128 causal +1-2.6%, d64 w3 n112
+#        causal +2-4%, d128 non-causal the same, d64 m128 s3 causal -1.3 to -4% (measured
+#        before the warp-uniform change; fa3-tune picks _qw after it for d128 causal 1k-12k,
+#        d64 causal 1k-8k and some non-causal lengths)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
