@@ -76,7 +76,7 @@ struct FwdTraits {
   // start of the tile measured the same on the paper's grid (bench/NOTES.md v10), but
   // binds a tile to a CTA before anyone knows which CTA frees up first: with a few tiles
   // per CTA the longest-first order then no longer evens out the ends. Drawing after the
-  // last block (0) left the next Q late again (-1 to -2.5% at d128).
+  // last block (0) left the next Q late again (d128 causal -0.5 to -2.6%).
   static constexpr int kDrawLead = 2;
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -101,7 +101,7 @@ struct FwdSmem {
   uint32_t q_full;      // mbarrier per Q buffer: Q_i landed
   uint32_t q_empty;     // mbarrier per Q buffer (persistent): every consumer warp is done with Q_i
   uint32_t tile_slot;   // u32 per Q buffer (dynamic scheduler): the tile its Q_i belongs to,
-                        // set with q_full (cross_tile: with tile_ready)
+                        // set with q_full (q_warp: with tile_ready)
   uint32_t tile_ready;  // mbarrier per Q buffer (q_warp, dynamic): the Q warp published the
                         // buffer's tile, for the K/V thread
   uint32_t draw_go;     // mbarrier (q_warp, dynamic): the K/V thread is kDrawLead blocks
