@@ -54,7 +54,7 @@
 # pingpong) as persistent kernels: they spilled until the warp-uniform loop state (v10) and
 # compile without spills since. Built and checked by the compiler only so far: the GPU
 # tests and fa3-tune of the next session run them first (bench/NOTES.md v10).
-FWD_TILES_V10 := \
+FWD_TILES_PUBLIC_FA3 := \
   d256_m128_n80_s2_w2_ov_cr_ps_causal d256_m128_n80_s2_w2_ov_cr_as_ps_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_xt_qw
@@ -103,6 +103,6 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_as_pp_ps_xt_qw_causal d64_m128_n128_s3_w2_ov_pp_ps_xt_qw_causal \
   d64_m192_n112_s2_w3_ov_pp_ps_xt_qw_causal d64_m128_n128_s2_w2_ov_pp_ps_xt_qw \
   d128_m128_n128_s2_w2_ov_ew_pp_ps_xt_qw \
-  $(FWD_TILES_V10)
+  $(FWD_TILES_PUBLIC_FA3)
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

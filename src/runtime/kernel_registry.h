@@ -7,11 +7,11 @@
 // pipelining, _ov3: 3-stage pipelining, _p2: with two P register buffers, _b2: the 2-stage
 // loop in the order of the paper's Appendix B.2 SASS, _cr: O rescaled only when a row max
 // changed, _ew: exponentials after the PV wait, _as: key blocks visited first to last, _pp:
-// pingpong scheduling, _ps: persistent
-// grid, _xt: tiles pipelined into each other, _qw: Q loaded by a producer warp of its own,
-// _c2: clusters of 2 CTAs sharing K/V through
-// TMA multicast, _nows: no producer warpgroup). The name is the only place a kernel's config is written down for the host:
-// the Makefile derives the compile definitions from it, and the runtime parses it back.
+// pingpong scheduling, _ps: persistent grid, _xt: tiles pipelined into each other, _qw: Q
+// loaded by a producer warp of its own, _c2: clusters of 2 CTAs sharing K/V through TMA
+// multicast, _nows: no producer warpgroup). The name is the only place a kernel's config is
+// written down for the host: the Makefile derives the compile definitions from it, and the
+// runtime parses it back.
 #pragma once
 
 #include <cstddef>
