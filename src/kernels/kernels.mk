@@ -29,11 +29,12 @@
 #        (d256) O goes over Q, which costs non-causal d256 (and d128 n176) 10-20%: only
 #        the causal d256 ones are built. The tile loop's state spilled d64 w3 n128 causal,
 #        d256 n80 and d128 n176 causal until v10's warp-uniform loop state, so n112 and n64
-#        there (the n128 / n80 ones, the public FA3's tiles, are built since: see below)
+#        there (the n128 / n80 ones, the public FA3's tiles, compile without spills since;
+#        they join this list once the GPU tests have run them: bench/NOTES.md v10)
 #   _xt  with _ps: a tile's last PV GEMM goes out with the next tile's first QK^T and its
 #        epilogue runs under the next tile's first softmax (Q double-buffered, O over Q):
 #        the per-tile cost of a persistent kernel is ~1 key block at d128 (bench/NOTES.md
-#        v9). Fits d128 n128 and d64 w2 / w3 (d256 does not fit).
+#        v9). Fits d128 n128 and d64 w2 / w3 (w3 n128 without spills since v10), not d256.
 #        Measured: d128 non-causal +5-8% over _ps (and above one CTA per tile everywhere),
 #        d64 m128 s3 causal +2.5-10%; -2 to -10% for d128 causal up to 4k and d64 w3 causal
 #   _qw  with _xt: Q loaded (and the dynamic scheduler's tiles drawn) by a producer warp of
@@ -49,15 +50,6 @@
 # measured the same as s2 except the d64 causal persistent kernels (1-4% faster), so only
 # those are built (bench/NOTES.md v8).
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
-
-# The public FA3's tiles for d64 (192 x 128, causal too) and d256 causal (128 x 80, no
-# pingpong) as persistent kernels: they spilled until the warp-uniform loop state (v10) and
-# compile without spills since. Built and checked by the compiler only so far: the GPU
-# tests and fa3-tune of the next session run them first (bench/NOTES.md v10).
-FWD_TILES_PUBLIC_FA3 := \
-  d256_m128_n80_s2_w2_ov_cr_ps_causal d256_m128_n80_s2_w2_ov_cr_as_ps_causal \
-  d64_m192_n128_s2_w3_ov_pp_ps_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_causal \
-  d64_m192_n128_s2_w3_ov_pp_ps_xt_qw
 
 # Every forward kernel the library is built with.
 FWD_TILES := \
@@ -102,7 +94,6 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_pp_ps_xt_qw d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal \
   d128_m128_n128_s2_w2_ov_as_pp_ps_xt_qw_causal d64_m128_n128_s3_w2_ov_pp_ps_xt_qw_causal \
   d64_m192_n112_s2_w3_ov_pp_ps_xt_qw_causal d64_m128_n128_s2_w2_ov_pp_ps_xt_qw \
-  d128_m128_n128_s2_w2_ov_ew_pp_ps_xt_qw \
-  $(FWD_TILES_PUBLIC_FA3)
+  d128_m128_n128_s2_w2_ov_ew_pp_ps_xt_qw
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
