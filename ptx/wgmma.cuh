@@ -49,4 +49,13 @@ __device__ __forceinline__ uint64_t make_smem_desc(uint32_t smem_addr, uint32_t 
   return desc;
 }
 
+// The descriptor of smem_addr + bytes, from that of smem_addr: the start address field (bits
+// 0-13) is the address / 16, and shared addresses stay below 2^18, so the sum cannot carry
+// into the next field. With bytes known at compile time this is one add per wgmma instead of
+// the mask, shift and or of a fresh descriptor.
+__device__ __forceinline__ uint64_t smem_desc_advance(uint64_t desc, uint32_t bytes) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (bytes >> 4);
+  return (desc & 0xffffffff00000000ull) | lo;
+}
+
 }  // namespace fa3::ptx

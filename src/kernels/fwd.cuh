@@ -140,6 +140,16 @@ struct FwdSmem {
 // x from lane 0 of the warp, in a register the compiler knows to hold one value per warp
 // (it can then live in the uniform datapath, with what is computed from it).
 __device__ __forceinline__ int warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
+// A K/V stage index and phase carried from one tile to the next of a persistent kernel: ptxas
+// does not see them as warp-uniform across the tile loop, and kept them, and the address of
+// every K and V descriptor computed from them, in per-thread registers (a vector add, mask and
+// shift, then R2UR, per wgmma; bench/NOTES.md v11). Broadcast once per tile.
+template <int Stages>
+__device__ __forceinline__ tile::PipelineState<Stages> warp_uniform(tile::PipelineState<Stages> st) {
+  st.index = static_cast<uint32_t>(warp_uniform(static_cast<int>(st.index)));
+  st.phase = static_cast<uint32_t>(warp_uniform(static_cast<int>(st.phase)));
+  return st;
+}
 
 // Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
 // the tiles blockIdx.x, blockIdx.x + gridDim.x, ...: one tile each when the grid has one CTA
@@ -1114,6 +1124,8 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
   x.k_st = loop.next_stage;
   if (w.n_blocks > 0) loop.open_tile(x, w.n_blocks, n_masked, turns);
   for (;;) {
+    x.k_st = warp_uniform(x.k_st);
+    x.v_st = warp_uniform(x.v_st);
     if (w.n_blocks > 0) loop.pipelined_steps(o, w.n_blocks, n_masked, x, turns);
     // Every QK^T of tile k is done; its last PV (if it has keys) is still to go out.
     float inv_sum[2], lse[2];
@@ -1157,6 +1169,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
   } else {
     consumer_tiles<Tr>(p, sm, [&](int tile, int k) {
       const FwdWork<Tr> w(p, tile);
+      if constexpr (Tr::kPersistent) loop.next_stage = warp_uniform(loop.next_stage);
       if constexpr (!Tr::kWarpSpecialized)
         if (loop.is_loader) loop.loader.start(p, sm, w);
       loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;

@@ -30,15 +30,18 @@ struct SwizzledTile {
   // K-major operand (A, or B of an "A B^T" product): rows [row0, row0 + 64 or N) along M/N,
   // the 16 columns [16 kk, 16 kk + 16) along K. Stepping K inside a 128-byte chunk moves the
   // start address by 32 bytes; the hardware applies the swizzle to the final address.
+  // (The step is added to the descriptor of the rows' start, not to the address: kk is a
+  // compile-time constant in the unrolled GEMM, so each step costs one add.)
   __device__ static __forceinline__ uint64_t kmajor_desc(uint32_t base, int row0, int kk) {
-    const uint32_t addr = base + (kk / 4) * kChunkBytes + row0 * 128 + (kk % 4) * 32;
-    return ptx::make_smem_desc(addr, 16, 1024, ptx::DescSwizzle::B128);
+    const uint64_t rows = ptx::make_smem_desc(base + row0 * 128, 16, 1024, ptx::DescSwizzle::B128);
+    return ptx::smem_desc_advance(rows, (kk / 4) * kChunkBytes + (kk % 4) * 32);
   }
 
   // MN-major B operand (the tile's rows are K, its columns N): K rows [16 kk, 16 kk + 16),
   // all Cols columns. LBO = distance between 64-column chunks, SBO = between 8-row groups.
   __device__ static __forceinline__ uint64_t mnmajor_desc(uint32_t base, int kk) {
-    return ptx::make_smem_desc(base + kk * 16 * 128, kChunkBytes, 1024, ptx::DescSwizzle::B128);
+    const uint64_t tile = ptx::make_smem_desc(base, kChunkBytes, 1024, ptx::DescSwizzle::B128);
+    return ptx::smem_desc_advance(tile, kk * 16 * 128);
   }
 };
 
