@@ -97,6 +97,8 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_ew_pp_ps_xt_qw \
   d256_m128_n80_s2_w2_ov_cr_ps_causal d256_m128_n80_s2_w2_ov_cr_as_ps_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_causal \
-  d64_m192_n128_s2_w3_ov_pp_ps_xt_qw
+  d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
+  d128_m128_n176_s2_w2_ov_pp_ps d128_m128_n176_s2_w2_ov_pp_ps_causal \
+  d64_m128_n176_s2_w2_ov_pp_ps_xt_qw_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
