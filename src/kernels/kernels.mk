@@ -26,11 +26,12 @@
 #   _ps  persistent grid: one CTA per SM walks the tiles (causal: dynamically, through an
 #        atomic counter, longest first in L2-sized head groups), O in its own tile so
 #        the next Q loads under the epilogue where that fits (d64, d128 n128); elsewhere
-#        (d256) O goes over Q, which costs non-causal d256 (and d128 n176) 10-20%: only
-#        the causal d256 ones are built. The tile loop's state spilled d64 w3 n128 causal,
-#        d256 n80 and d128 n176 causal until v10's warp-uniform loop state, so n112 and n64
-#        there (the n128 / n80 ones, the public FA3's tiles, compile without spills since;
-#        they join this list once the GPU tests have run them: bench/NOTES.md v10)
+#        (d256, d128 n176) O goes over Q: non-causal d256 was 10-20% slower so, and only
+#        the causal d256 ones are built. Since v11 (the K/V stage state warp-uniform per
+#        tile) a persistent key block costs what a one-CTA-per-tile one does (+1% at d128,
+#        was +6%) and the public FA3's tiles (d64 w3 n128 causal, d256 n80 causal, no
+#        pingpong) and d128 n176 compile without spills; d64 192 x 192 still spills
+#        (bench/NOTES.md v11)
 #   _xt  with _ps: a tile's last PV GEMM goes out with the next tile's first QK^T and its
 #        epilogue runs under the next tile's first softmax (Q double-buffered, O over Q):
 #        the per-tile cost of a persistent kernel is ~1 key block at d128 (bench/NOTES.md
