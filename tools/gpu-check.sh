@@ -2,7 +2,7 @@
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
 # and each start costs minutes). Run from the repository root with a carried build/.
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -14,6 +14,10 @@
 #   kernels: the test "every compiled forward kernel matches the reference" alone, for the
 #       kernels whose names contain one of $FA3_TEST_KERNELS (e.g. _xt,_as): a first check
 #       of new kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
+#   ncu-source: ncu's per-instruction warp-state samples and executed-instruction counts for
+#       each kernel in $NCU_CONFIGS at seqlen $NCU_SEQLEN, as $OUT/source_<kernel>.csv.gz;
+#       tools/ncu_source_blocks.py sums them per straight-line block (mainloop, masked step,
+#       epilogue...): where a kernel's issue slots and stalls go (bench/NOTES.md v11)
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
@@ -104,6 +108,14 @@ for step in "${steps[@]}"; do
       run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
         for k in $NCU_CONFIGS; do echo "### $k"
           ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") --seqlen ${NCU_SEQLEN:-8192} --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done' ;;
+    ncu-source)
+      run_step ncu-source 500 bash -c 'for k in $NCU_CONFIGS; do echo "### $k"
+        ncu --kernel-name regex:fa3_fwd --launch-skip 3 --launch-count 1 --set none \
+          --section SourceCounters --section WarpStateStats -o "$OUT/ncu_$k" -f \
+          build/fa3-bench --config $k --no-baseline $(kernel_args "$k") --seqlen ${NCU_SEQLEN:-8192} \
+          --warmup 3 --iters 1 2>&1 | grep -v "^#"
+        ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz"
+        rm -f "$OUT/ncu_$k.ncu-rep"; done' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
