@@ -23,7 +23,7 @@
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
-OUT=${OUT:-gpu-out}
+export OUT=${OUT:-gpu-out}  # also for the steps that run in a bash -c of their own
 mkdir -p "$OUT"
 steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(info layers tests bench)
