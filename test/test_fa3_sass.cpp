@@ -81,53 +81,74 @@ struct FixtureCase {
 };
 
 constexpr const char* kAllPassWs =
-    "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass";
+    "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+    "uniform_operands=pass";
+// The real dumps taken before bench/NOTES.md v10/v11 built their K/V descriptors in vector
+// registers in the mainloop (a warpgroup index and stage state not known to be warp-uniform).
+constexpr const char* kAllPassWsBeforeV10 =
+    "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+    "uniform_operands=fail";
 
 const FixtureCase kFixtures[] = {
     {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "two_stage_pipeline=pass"},
+     "two_stage_pipeline=pass uniform_operands=pass"},
     {"good_sequential.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs},
     {"good_sequential_nvdisasm.sass", "fa3_fwd_f16_d128_m128_n128_s2_w2", kAllPassWs},
     {"fp8_good_overlap.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "fp8_qgmma=pass two_stage_pipeline=pass"},
+     "fp8_qgmma=pass two_stage_pipeline=pass uniform_operands=pass"},
     {"spill.sass", "fa3_fwd_f16_d256_m128_n64_s2_w2",
-     "no_spills=fail setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass"},
+     "no_spills=fail setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "uniform_operands=pass"},
     {"serialized.sass", "fa3_fwd_f16_d64_m128_n128_s2_w2",
-     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=fail"},
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=fail "
+     "uniform_operands=pass"},
     {"not_interleaved.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "two_stage_pipeline=fail"},
+     "two_stage_pipeline=fail uniform_operands=pass"},
     {"no_setmaxnreg.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal",
-     "no_spills=pass setmaxnreg=fail tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass"},
+     "no_spills=pass setmaxnreg=fail tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "uniform_operands=pass"},
     {"hmma.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2",
-     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=fail wgmma_not_serialized=pass"},
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=fail wgmma_not_serialized=pass "
+     "uniform_operands=pass"},
     {"fp8_without_qgmma.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "fp8_qgmma=fail"},
+     "fp8_qgmma=fail uniform_operands=pass"},
     // Real dumps of our kernels, taken on an H200 (how: the header lines of each file).
-    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2", kAllPassWs},
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2",
+     kAllPassWsBeforeV10},
     {"real/fa3_fwd_f16_d256_m128_n64_s2_w2_causal.sass", "fa3_fwd_f16_d256_m128_n64_s2_w2_causal",
-     kAllPassWs},
+     kAllPassWsBeforeV10},
     {"real/fa3_fwd_bf16_d64_m128_n128_s2_w2_causal.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2_causal",
-     kAllPassWs},
+     kAllPassWsBeforeV10},
     // Taken on an H100: Algorithm 2 in the default order and in B.2's order (Config::b2_order).
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "gemm_softmax_overlap=pass"},
+     "gemm_softmax_overlap=pass uniform_operands=fail"},
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "two_stage_pipeline=pass"},
+     "two_stage_pipeline=pass uniform_operands=fail"},
     // A 2-CTA cluster kernel as shipped, and a first build whose stage releases carried a
     // cluster-scope release (a MEMBAR.ALL.GPU before each remote arrival in the mainloop).
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "gemm_softmax_overlap=pass tma_multicast=pass"},
+     "gemm_softmax_overlap=pass tma_multicast=pass uniform_operands=fail"},
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
-     "gemm_softmax_overlap=pass tma_multicast=fail"},
+     "gemm_softmax_overlap=pass tma_multicast=fail uniform_operands=fail"},
+    // A persistent kernel whose K/V stage index ptxas kept per thread across the tile loop
+    // (every descriptor rebuilt in vector registers), and a persistent kernel after v11's fix.
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_stage_per_thread.sass",
+     "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass uniform_operands=fail"},
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw.sass",
+     "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass uniform_operands=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -181,6 +202,9 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
                     CheckId::TmaMulticast),
              Catch::Contains("8 UTMALDG.MULTICAST") && Catch::Contains("GPU-scope MEMBAR in the mainloop"));
+  CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_stage_per_thread.sass",
+                    CheckId::UniformOperands),
+             Catch::Contains("32 R2UR in the mainloop") && Catch::Contains("warp-uniform"));
   const std::string overlap = detail("not_interleaved.sass", CheckId::TwoStagePipeline);
   CHECK_THAT(overlap, Catch::Contains("softmax starts after WGMMA 1"));
   CHECK_THAT(overlap, Catch::Contains("WGMMA 1 is packed"));
@@ -512,7 +536,8 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
       out += std::string(out.empty() ? "" : " ") + check_name(id);
     return out;
   };
-  const std::string ws = "no_spills setmaxnreg tma_loads wgmma_used wgmma_not_serialized";
+  const std::string ws =
+      "no_spills setmaxnreg tma_loads wgmma_used wgmma_not_serialized uniform_operands";
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2") == ws);
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_causal") == ws);
   CHECK(names("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_pp") == ws + " gemm_softmax_overlap");
@@ -523,7 +548,7 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2") ==
         ws + " gemm_softmax_overlap tma_multicast");
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows") ==
-        "no_spills tma_loads wgmma_used wgmma_not_serialized gemm_softmax_overlap");
+        "no_spills tma_loads wgmma_used wgmma_not_serialized uniform_operands gemm_softmax_overlap");
   CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),
              Catch::Contains("persistent"));
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma gemm_softmax_overlap");
@@ -613,7 +638,7 @@ TEST_CASE("fa3-sass: text and SVG reports", "[cpu][sass]") {
   for (const char* file : {"good_overlap.sass", "hmma.sass"})
     reports.push_back(analyze_kernel(parse_sass_text(read_file(fixture_dir() / file)).functions.at(0)));
   const std::string text = text_report(reports, {"sass", {"x.sass"}, ""});
-  CHECK_THAT(text, Catch::Contains("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2: PASS (6 checks)"));
+  CHECK_THAT(text, Catch::Contains("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2: PASS (7 checks)"));
   CHECK_THAT(text, Catch::Contains("FAIL wgmma_used"));
   CHECK_THAT(text, Catch::Contains(reports[0].mainloop->picture.substr(0, 40)));
   CHECK_THAT(text,

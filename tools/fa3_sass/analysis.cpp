@@ -201,6 +201,26 @@ CheckResult gemm_softmax_overlap(const KernelReport& k) {
   return {id, true, evidence};
 }
 
+// A loop-invariant or warp-uniform operand (a wgmma descriptor, a barrier address) lives in
+// uniform registers. One that ptxas did not prove uniform is computed in vector registers and
+// moved over with R2UR every iteration: the persistent kernels' K/V stage index carried
+// around the tile loop cost 3-7% that way (bench/NOTES.md v11). R2URs of values computed
+// before the loop (d256's Q descriptors, kept in vector registers) are fine.
+CheckResult uniform_operands(const KernelReport& k) {
+  const CheckId id = CheckId::UniformOperands;
+  if (!k.mainloop || k.mainloop->loop.wgmma + k.mainloop->loop.warp_mma == 0)
+    return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
+  const Mainloop& m = *k.mainloop;
+  if (m.r2ur_of_loop_values == 0)
+    return {id, true, "no wgmma descriptor of the mainloop is moved in from a value it computes per thread"};
+  return {id, false,
+          count(m.r2ur_of_loop_values, "R2UR") + " in the mainloop (first at " +
+              offset(*m.first_r2ur_of_loop_value, m) +
+              ") move wgmma descriptors the loop computes per thread: they are rebuilt in vector "
+              "registers every iteration; make what they depend on warp-uniform (e.g. "
+              "__shfl_sync from lane 0)"};
+}
+
 }  // namespace
 
 bool KernelReport::pass() const {
@@ -235,6 +255,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return gemm_softmax_overlap(facts);
     case CheckId::TmaMulticast:
       return tma_multicast(facts);
+    case CheckId::UniformOperands:
+      return uniform_operands(facts);
   }
   return {id, false, "unknown check"};
 }

@@ -19,6 +19,8 @@ const CheckInfo kChecks[] = {
     {CheckId::TmaLoads, "tma_loads", "TMA loads present (UTMALDG)"},
     {CheckId::WgmmaUsed, "wgmma_used", "tensor cores through wgmma (HGMMA/QGMMA), not HMMA"},
     {CheckId::WgmmaNotSerialized, "wgmma_not_serialized", "wgmma not serialized (no wait after every HGMMA)"},
+    {CheckId::UniformOperands, "uniform_operands",
+     "wgmma descriptors in the uniform datapath: none moved in (R2UR) from per-thread mainloop math"},
     {CheckId::Fp8UsesQgmma, "fp8_qgmma", "fp8 kernel uses QGMMA"},
     {CheckId::TwoStagePipeline, "two_stage_pipeline",
      "2-stage pipelining (B.2): softmax first, WGMMA 1 interleaved, WGMMA 2 packed"},
@@ -176,6 +178,7 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
       {CheckId::WgmmaUsed, t.matrix_kernel},
       // A kernel we know nothing about may still use wgmma; serialization is never wanted.
       {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
+      {CheckId::UniformOperands, t.matrix_kernel},
       {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
       // The B.2 layout for the kernels built in B.2's order; the overlap itself for the other
       // pipelined forms (Algorithm 2 as written, two P buffers, Algorithm 4).

@@ -18,6 +18,7 @@ enum class CheckId {
   TmaLoads,            // warp-specialized: the producer loads with UTMALDG
   WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
   WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
+  UniformOperands,     // matrix kernels: no wgmma descriptor computed per thread in the mainloop
   Fp8UsesQgmma,        // fp8 kernels: QGMMA
   TwoStagePipeline,    // _b2 kernels: the paper's Appendix B.2 SASS pattern
   GemmSoftmaxOverlap,  // other pipelined kernels: softmax math runs under an in-flight GEMM

@@ -234,6 +234,59 @@ void measure_in_flight(const SassFunction& f, const Loop& loop, std::vector<Wgmm
   }
 }
 
+namespace {
+
+// "UR44" -> 44; nullopt for anything else.
+std::optional<int> uniform_register(const std::string& operand) {
+  if (operand.size() < 3 || operand.compare(0, 2, "UR") != 0) return std::nullopt;
+  int n = 0;
+  for (size_t c = 2; c < operand.size(); ++c) {
+    if (operand[c] < '0' || operand[c] > '9') return std::nullopt;
+    n = 10 * n + (operand[c] - '0');
+  }
+  return n;
+}
+
+// The first uniform register of a wgmma's descriptor operand "gdesc[UR44]" (".tnspB" and
+// other suffixes allowed); the descriptors it reads are that register and the next three.
+std::optional<int> descriptor_base(const Instruction& in) {
+  for (const std::string& op : in.operands) {
+    const size_t open = op.find("gdesc[");
+    if (open == std::string::npos) continue;
+    const size_t close = op.find(']', open);
+    if (close == std::string::npos) continue;
+    return uniform_register(op.substr(open + 6, close - open - 6));
+  }
+  return std::nullopt;
+}
+
+// Instruction i, in a loop [first, last], is an R2UR of a register an earlier instruction of
+// the loop wrote, into a uniform register a wgmma of the loop then reads as a descriptor
+// before anything overwrites it: a descriptor rebuilt per thread every iteration.
+bool r2ur_of_loop_value_into_descriptor(const SassFunction& f, size_t first, size_t i, size_t last) {
+  const Instruction& in = f.instructions[i];
+  if (in.base() != "R2UR" || in.operands.size() < 2) return false;
+  bool computed_in_loop = false;
+  for (size_t j = i; j-- > first;)
+    if (!f.instructions[j].operands.empty() && f.instructions[j].operands[0] == in.operands[1]) {
+      computed_in_loop = true;
+      break;
+    }
+  const std::optional<int> dst = uniform_register(in.operands[0]);
+  if (!computed_in_loop || !dst) return false;
+  for (size_t j = i + 1; j <= last; ++j) {
+    const Instruction& next = f.instructions[j];
+    if (is_wgmma(classify(next))) {
+      const std::optional<int> base = descriptor_base(next);
+      if (base && *dst >= *base && *dst < *base + 4) return true;
+    }
+    if (!next.operands.empty() && next.operands[0] == in.operands[0]) return false;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::optional<Mainloop> find_mainloop(const SassFunction& f) {
   const std::vector<Loop> loops = find_loops(f);
   std::optional<Loop> loop = pick_mainloop(loops, &Loop::wgmma);
@@ -252,6 +305,11 @@ std::optional<Mainloop> find_mainloop(const SassFunction& f) {
     m.membar_gpu += in.base() == "MEMBAR" && (in.opcode.find(".GPU") != std::string::npos ||
                                               in.opcode.find(".SYS") != std::string::npos);
   }
+  for (size_t i = loop->first; i <= loop->last; ++i)
+    if (r2ur_of_loop_value_into_descriptor(f, loop->first, i, loop->last)) {
+      if (!m.first_r2ur_of_loop_value) m.first_r2ur_of_loop_value = i;
+      ++m.r2ur_of_loop_values;
+    }
   m.softmax_position = softmax_position(m.softmax_start, m.groups);
   measure_in_flight(f, *loop, m.groups);
   m.picture = picture(f.instructions, loop->first, loop->last);

@@ -91,6 +91,11 @@ struct Mainloop {
   std::optional<size_t> softmax_start;                       // first FMNMX or MUFU.EX2 in the loop
   SoftmaxPosition softmax_position = SoftmaxPosition::None;  // relative to the first group
   size_t membar_gpu = 0;  // MEMBAR of GPU or system scope in the loop (a wide release)
+  // R2URs that move into a wgmma descriptor register what an instruction of this loop
+  // computed (per thread) before them: descriptors built in vector registers every
+  // iteration, from a value ptxas did not prove warp-uniform (bench/NOTES.md v11).
+  size_t r2ur_of_loop_values = 0;
+  std::optional<size_t> first_r2ur_of_loop_value;  // its index
   std::string picture;
 };
 std::optional<Mainloop> find_mainloop(const SassFunction& f);
