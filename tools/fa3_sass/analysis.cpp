@@ -201,11 +201,11 @@ CheckResult gemm_softmax_overlap(const KernelReport& k) {
   return {id, true, evidence};
 }
 
-// A loop-invariant or warp-uniform operand (a wgmma descriptor, a barrier address) lives in
-// uniform registers. One that ptxas did not prove uniform is computed in vector registers and
-// moved over with R2UR every iteration: the persistent kernels' K/V stage index carried
-// around the tile loop cost 3-7% that way (bench/NOTES.md v11). R2URs of values computed
-// before the loop (d256's Q descriptors, kept in vector registers) are fine.
+// wgmma reads its descriptors from uniform registers. A descriptor that depends on a value
+// ptxas did not prove warp-uniform is computed in vector registers and moved over with R2UR
+// every iteration: the persistent kernels' K/V stage index carried around the tile loop cost
+// 3-7% that way (bench/NOTES.md v11). R2URs of values computed before the loop (d256's Q
+// descriptors, kept in vector registers) are fine.
 CheckResult uniform_operands(const KernelReport& k) {
   const CheckId id = CheckId::UniformOperands;
   if (!k.mainloop || k.mainloop->loop.wgmma + k.mainloop->loop.warp_mma == 0)
