@@ -149,6 +149,12 @@ const FixtureCase kFixtures[] = {
      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "gemm_softmax_overlap=pass uniform_operands=pass"},
+    // Two P buffers: ptxas parks descriptors in vector registers and moves them back (uniform
+    // registers ran out): still warp-uniform, so uniform_operands passes it.
+    {"real/fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp.sass",
+     "fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass uniform_operands=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -408,6 +414,33 @@ TEST_CASE("fa3-sass: the mainloop is the innermost loop with the most wgmma", "[
   CHECK(m->last_address == 0x80);
   CHECK(m->groups.size() == 2);
   CHECK(m->picture == "GGJ");
+}
+
+TEST_CASE("fa3-sass: descriptors moved in from per-thread math, and parked ones", "[cpu][sass]") {
+  // One loop; what writes R5 before the R2UR into the descriptor UR9 (UR8..UR11) decides.
+  auto loop_with = [](const std::string& writer) {
+    return "Function : one_loop\n"
+           ".L_x_0:\n"
+           "/*0000*/ " + writer + " ;\n"
+           "/*0010*/ R2UR UR9, R5 ;\n"
+           "/*0020*/ HGMMA.64x64x16.F32 R24, gdesc[UR8], RZ, !UPT, gsb0 ;\n"
+           "/*0030*/ HGMMA.64x64x16.F32 R88, R40, gdesc[UR12], R88, gsb0 ;\n"
+           "/*0040*/ @P0 BRA `(.L_x_0) ;\n"
+           "/*0050*/ EXIT ;\n";
+  };
+  const std::optional<Mainloop> computed = find_mainloop(only_function(loop_with("IADD3 R5, R5, 0x2, RZ")));
+  REQUIRE(computed);
+  CHECK(computed->r2ur_of_loop_values == 1);
+  CHECK(computed->r2ur_of_parked_values == 0);
+  const std::optional<Mainloop> parked = find_mainloop(only_function(loop_with("MOV R5, UR20")));
+  REQUIRE(parked);
+  CHECK(parked->r2ur_of_loop_values == 0);
+  CHECK(parked->r2ur_of_parked_values == 1);
+  // A register written before the loop (no writer inside it) is neither.
+  const std::optional<Mainloop> before = find_mainloop(only_function(loop_with("IADD3 R6, R6, 0x2, RZ")));
+  REQUIRE(before);
+  CHECK(before->r2ur_of_loop_values == 0);
+  CHECK(before->r2ur_of_parked_values == 0);
 }
 
 TEST_CASE("fa3-sass: a jump back from out-of-line code past EXIT is not a loop", "[cpu][sass]") {

@@ -277,6 +277,7 @@ struct Shape {
 const Shape kShapes[] = {
     {1, 1, 1, 2, 2, Layout::Contiguous},
     {2, 17, 17, 4, 2, Layout::Contiguous},       // GQA 2
+    {2, 200, 300, 6, 2, Layout::Contiguous},     // GQA 3: a divisor that is not a power of 2
     {1, 127, 127, 8, 8, Layout::PackedQkv},
     {3, 1000, 1000, 2, 2, Layout::PackedQkv},    // packed QKV strides, batch 3
     {1, 113, 1000, 8, 8, Layout::HeadsMajor},    // seqlen_q < seqlen_k
@@ -285,6 +286,30 @@ const Shape kShapes[] = {
     {1, 1000, 1, 2, 2, Layout::Contiguous},      // one key
     {1, 4097, 4097, 8, 1, Layout::Contiguous},   // long, MQA (GQA 8)
 };
+
+// The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
+// the kernels whose names contain one of the substrings (a first, short check of new
+// kernels); the run then says so, and is not the whole test.
+std::vector<std::string> forward_kernels_to_test() {
+  std::vector<std::string> only;
+  if (const char* env = std::getenv("FA3_TEST_KERNELS"); env && *env) {
+    std::stringstream list(env);
+    for (std::string part; std::getline(list, part, ',');)
+      if (!part.empty()) only.push_back(part);
+    WARN("FA3_TEST_KERNELS=" << env << ": only the kernels whose names contain one of these");
+  }
+  std::vector<std::string> names;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    if (name.rfind("fa3_fwd_", 0) != 0) continue;
+    if (!only.empty() && std::none_of(only.begin(), only.end(), [&](const std::string& part) {
+          return name.find(part) != std::string::npos;
+        }))
+      continue;
+    names.push_back(name);
+  }
+  return names;
+}
 
 }  // namespace
 
@@ -328,27 +353,9 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
   };
   const KernelShape shapes[] = {{2, 777, 1029, 4, 2}, {1, 1000, 1000, 2, 1}, {1, 1030, 500, 2, 2},
                                 {3, 80, 80, 2, 2}, {4, 1100, 700, 8, 2}};
-  // FA3_TEST_KERNELS=A,B,... narrows the run to the kernels whose names contain one of the
-  // substrings (a first, short check of new kernels); the run then says so, and is not the
-  // whole test.
-  std::vector<std::string> only;
-  if (const char* env = std::getenv("FA3_TEST_KERNELS"); env && *env) {
-    std::stringstream list(env);
-    for (std::string part; std::getline(list, part, ',');)
-      if (!part.empty()) only.push_back(part);
-    WARN("FA3_TEST_KERNELS=" << env << ": only the kernels whose names contain one of these");
-  }
-  auto selected = [&](const std::string& name) {
-    if (only.empty()) return true;
-    return std::any_of(only.begin(), only.end(),
-                       [&](const std::string& part) { return name.find(part) != std::string::npos; });
-  };
   Runner runner;
   uint64_t seed = 77;
-  for (int i = 0; i < fa3_kernel_count(); ++i) {
-    const std::string name = fa3_kernel_name(i);
-    if (name.rfind("fa3_fwd_", 0) != 0) continue;
-    if (!selected(name)) continue;
+  for (const std::string& name : forward_kernels_to_test()) {
     for (const KernelShape& shape : shapes) {
       Case c;
       c.bf16 = name.find("_bf16_") != std::string::npos;
@@ -359,6 +366,30 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
       INFO(name << ": " << c.describe());
       check_outcome(runner.run(c, seed++, name.c_str()));
     }
+  }
+}
+
+TEST_CASE("causal persistent kernels walk their L2 groups, the last one short",
+          "[gpu][forward][kernels]") {
+  // The causal persistent scheduler hands out tiles in groups of l2_group (batch, head)
+  // pairs whose K and V fit in ~32 MiB of L2 (forward_launch.cpp). The shapes above never
+  // need more than one group. Here seqlen_k makes a group 16 pairs at every head dim
+  // (4 * seqlen_k * head_dim bytes of K and V per pair = 2 MiB), and 3 x 6 = 18 pairs leave a
+  // last group of 2; GQA 3 divides heads by a divisor that is not a power of two.
+  Runner runner;
+  uint64_t seed = 4242;
+  for (const std::string& name : forward_kernels_to_test()) {
+    if (name.find("_ps") == std::string::npos || name.find("_causal") == std::string::npos)
+      continue;
+    Case c;
+    c.bf16 = name.find("_bf16_") != std::string::npos;
+    c.head_dim = std::stoi(name.substr(name.find("_d") + 2));
+    c.causal = true;
+    c.batch = 3; c.heads = 6; c.heads_kv = 2;
+    c.seqlen_q = 200;
+    c.seqlen_k = (int64_t{2} << 20) / (4 * c.head_dim);
+    INFO(name << ": " << c.describe());
+    check_outcome(runner.run(c, seed++, name.c_str()));
   }
 }
 

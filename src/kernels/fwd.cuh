@@ -140,10 +140,11 @@ struct FwdSmem {
 // x from lane 0 of the warp, in a register the compiler knows to hold one value per warp
 // (it can then live in the uniform datapath, with what is computed from it).
 __device__ __forceinline__ int warp_uniform(int x) { return __shfl_sync(0xffffffffu, x, 0); }
-// A K/V stage index and phase carried from one tile to the next of a persistent kernel: ptxas
-// does not see them as warp-uniform across the tile loop, and kept them, and the address of
-// every K and V descriptor computed from them, in per-thread registers (a vector add, mask and
-// shift, then R2UR, per wgmma; bench/NOTES.md v11). Broadcast once per tile.
+// A K/V stage index and phase. ptxas does not always see them as warp-uniform: carried from
+// one tile to the next of a persistent kernel, or around the three-stage and the
+// non-warp-specialized loops, it kept them, and the address of every K and V descriptor
+// computed from them, in per-thread registers (a vector add, mask and shift, then R2UR, per
+// wgmma; bench/NOTES.md v11, v12). Broadcast where that happened: once per tile, or per step.
 template <int Stages>
 __device__ __forceinline__ tile::PipelineState<Stages> warp_uniform(tile::PipelineState<Stages> st) {
   st.index = static_cast<uint32_t>(warp_uniform(static_cast<int>(st.index)));
@@ -160,25 +161,27 @@ struct FwdWork {
   int n_blocks;  // key blocks [0, n_blocks) hold keys some row of this block may see
 
   __device__ __forceinline__ FwdWork(const FwdParams& p, int tile) {
-    const int heads_batch = p.heads * p.batch;
     int m, bh;
     if (Tr::kCausal && Tr::kPersistent) {
       // Groups of l2_group (batch, head) pairs whose K and V fit in L2 together, one after
       // the other; in a group, longest first (the dynamic scheduler then evens out the ends).
-      const int group_tiles = p.l2_group * p.num_m_blocks;
-      const int g = tile / group_tiles, r = tile % group_tiles;
-      const int g_heads = min(p.l2_group, heads_batch - g * p.l2_group);
-      m = r / g_heads;
-      bh = g * p.l2_group + r % g_heads;
+      // Only the last group may be smaller.
+      const QuotRem g = fast_divmod(tile, p.group_tiles_div);
+      const bool short_group = p.heads * p.batch - g.quot * p.l2_group < p.l2_group;
+      const QuotRem r = fast_divmod(g.rem, short_group ? p.last_group_div : p.l2_group_div);
+      m = r.quot;
+      bh = g.quot * p.l2_group + r.rem;
     } else {
       // The query blocks of one head are neighbours: CTAs running together share its K/V in L2.
-      m = tile % p.num_m_blocks;
-      bh = tile / p.num_m_blocks;
+      const QuotRem t = fast_divmod(tile, p.m_blocks_div);
+      m = t.rem;
+      bh = t.quot;
     }
     // Causal: blocks near the end of the sequence have the most keys; they go first.
     m_block = Tr::kCausal ? p.num_m_blocks - 1 - m : m;
-    head = bh % p.heads;
-    batch = bh / p.heads;
+    const QuotRem hb = fast_divmod(bh, p.heads_div);
+    head = hb.rem;
+    batch = hb.quot;
     int key_end = p.seqlen_k;
     if (Tr::kCausal) {
       // Bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
@@ -357,7 +360,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   tile::PipelineState<Tr::kStages> st;
   producer_tiles<Tr>(p, sm, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
-    const int kv_head = w.head / p.heads_per_kv_head;
+    const int kv_head = static_cast<int>(fast_div(static_cast<uint32_t>(w.head), p.kv_group_div));
     // Lines 6-10: K_j and V_j into stage j % s.
     constexpr bool kDrawGo = Tr::kDynamic && Tr::kQWarp;
     const int draw_go_at = max(0, w.n_blocks - 1 - Tr::kDrawLead);
@@ -449,7 +452,7 @@ struct InlineLoader {
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
     n_blocks = w.n_blocks;
-    kv_head = w.head / p.heads_per_kv_head;
+    kv_head = static_cast<int>(fast_div(static_cast<uint32_t>(w.head), p.kv_group_div));
     batch = w.batch;
     load_q<Tr>(p, sm, w, 0);
     for (int s = 0; s < Tr::kStages; ++s) {
@@ -664,6 +667,11 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void step(float (&o)[Tr::kHeadDim / 2], Pipelined& x,
                                        const TurnScheduler<Tr>& turns,
                                        SoftmaxAndWait&& softmax_and_wait, AfterPv&& after_pv) {
+    // Without warp specialization ptxas keeps the stages per thread (see three_stage_step).
+    if constexpr (!Tr::kWarpSpecialized) {
+      x.k_st = warp_uniform(x.k_st);
+      x.v_st = warp_uniform(x.v_st);
+    }
     sm.k_pipe.consumer_wait(x.k_st);  // line 8
     sm.v_pipe.consumer_wait(x.v_st);  // line 10
     turns.begin();
@@ -950,6 +958,12 @@ struct ConsumerMainloop {
                                                    float (&s_next)[Tr::kBlockN / 2],
                                                    PFrag& p_cur, PFrag& p_next,
                                                    const TurnScheduler<Tr>& turns) {
+    // ptxas kept both stages of this loop in per-thread registers, every lane holding the
+    // same one: each wgmma descriptor was rebuilt in vector registers and moved over with
+    // R2UR every step (fa3-sass uniform_operands; bench/NOTES.md v12). From lane 0 they are
+    // warp-uniform to it.
+    x.k_st = warp_uniform(x.k_st);
+    x.v_st = warp_uniform(x.v_st);
     if (HasNext) sm.k_pipe.consumer_wait(x.k_st);  // Algorithm 4 line 8
     sm.v_pipe.consumer_wait(x.v_st);               // line 10
     turns.begin();

@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include "kernels/fast_divisor.h"
+
 namespace fa3 {
 
 // Same size and alignment as the driver's CUtensorMap (opaque 128 bytes, 64-byte aligned);
@@ -28,6 +30,12 @@ struct FwdParams {
   // K and V fit in L2 together.
   uint32_t* tile_counter;
   int32_t l2_group;
+  // The divisions of a tile index into (query block, head, batch) and of a head into its
+  // KV head, by the launch's constants (fast_divisor.h): query blocks, heads,
+  // heads_per_kv_head; causal persistent also l2_group * query blocks, l2_group and the
+  // size of the last, possibly smaller, group.
+  FastDivisor m_blocks_div, heads_div, kv_group_div;
+  FastDivisor group_tiles_div, l2_group_div, last_group_div;
 };
 
 }  // namespace fa3

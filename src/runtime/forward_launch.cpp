@@ -78,7 +78,16 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   // heuristic); the causal persistent scheduler walks the tiles one such group at a time.
   const int64_t kv_bytes_per_head = 2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2;
   const int64_t group = (int64_t{32} << 20) / std::max<int64_t>(1, kv_bytes_per_head);
-  p.l2_group = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(group, prob.heads * prob.batch)));
+  const int64_t heads_batch = prob.heads * prob.batch;
+  p.l2_group = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(group, heads_batch)));
+  // Every divisor is at least 1 and below 2^31: tiles < 2^31 was checked above.
+  p.m_blocks_div = make_fast_divisor(static_cast<uint32_t>(m_blocks));
+  p.heads_div = make_fast_divisor(static_cast<uint32_t>(prob.heads));
+  p.kv_group_div = make_fast_divisor(static_cast<uint32_t>(p.heads_per_kv_head));
+  p.group_tiles_div = make_fast_divisor(static_cast<uint32_t>(p.l2_group * m_blocks));
+  p.l2_group_div = make_fast_divisor(static_cast<uint32_t>(p.l2_group));
+  const int64_t last_group = heads_batch - (heads_batch - 1) / p.l2_group * p.l2_group;
+  p.last_group_div = make_fast_divisor(static_cast<uint32_t>(last_group));
   *params = p;
   // Every forward kernel takes a whole SM (registers: __launch_bounds__(threads, 1)).
   *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, std::max(1, sm_count))

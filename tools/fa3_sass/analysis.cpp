@@ -205,14 +205,22 @@ CheckResult gemm_softmax_overlap(const KernelReport& k) {
 // ptxas did not prove warp-uniform is computed in vector registers and moved over with R2UR
 // every iteration: the persistent kernels' K/V stage index carried around the tile loop cost
 // 3-7% that way (bench/NOTES.md v11). R2URs of values computed before the loop (d256's Q
-// descriptors, kept in vector registers) are fine.
+// descriptors, kept in vector registers) are fine, and so are uniform values parked in vector
+// registers and moved back (MOV R, UR ... R2UR): ptxas out of uniform registers, not
+// per-thread math.
 CheckResult uniform_operands(const KernelReport& k) {
   const CheckId id = CheckId::UniformOperands;
   if (!k.mainloop || k.mainloop->loop.wgmma + k.mainloop->loop.warp_mma == 0)
     return {id, false, "no loop holds a wgmma: the consumer mainloop was not found"};
   const Mainloop& m = *k.mainloop;
   if (m.r2ur_of_loop_values == 0)
-    return {id, true, "no wgmma descriptor of the mainloop is moved in from a value it computes per thread"};
+    return {id, true,
+            "no wgmma descriptor of the mainloop is moved in from a value it computes per thread" +
+                (m.r2ur_of_parked_values == 0
+                     ? std::string()
+                     : "; " + count(m.r2ur_of_parked_values, "R2UR") +
+                           " move back descriptors parked in vector registers (uniform "
+                           "registers ran out)")};
   return {id, false,
           count(m.r2ur_of_loop_values, "R2UR") + " in the mainloop (first at " +
               offset(*m.first_r2ur_of_loop_value, m) +

@@ -260,29 +260,41 @@ std::optional<int> descriptor_base(const Instruction& in) {
   return std::nullopt;
 }
 
-// Instruction i, in a loop [first, last], is an R2UR of a register an earlier instruction of
-// the loop wrote, into a uniform register a wgmma of the loop then reads as a descriptor
-// before anything overwrites it: a descriptor rebuilt per thread every iteration.
-bool r2ur_of_loop_value_into_descriptor(const SassFunction& f, size_t first, size_t i, size_t last) {
+// What instruction i of a loop [first, last] moves into a wgmma descriptor register.
+enum class DescriptorMove {
+  None,       // not an R2UR feeding a descriptor of the loop, or one of a value from before it
+  PerThread,  // a value an earlier instruction of the loop computed in a vector register
+  Parked,     // a uniform register's value the loop copied into a vector register (MOV R, UR)
+};
+
+// Whether instruction i, in a loop [first, last], is an R2UR of a register an earlier
+// instruction of the loop wrote, into a uniform register a wgmma of the loop then reads as
+// a descriptor before anything overwrites it: a descriptor rebuilt per thread every
+// iteration, or (Parked) one ptxas keeps in a vector register between uses because the 63
+// uniform registers ran out, the same value going out and back in.
+DescriptorMove descriptor_move(const SassFunction& f, size_t first, size_t i, size_t last) {
   const Instruction& in = f.instructions[i];
-  if (in.base() != "R2UR" || in.operands.size() < 2) return false;
-  bool computed_in_loop = false;
+  if (in.base() != "R2UR" || in.operands.size() < 2) return DescriptorMove::None;
+  const Instruction* writer = nullptr;
   for (size_t j = i; j-- > first;)
     if (!f.instructions[j].operands.empty() && f.instructions[j].operands[0] == in.operands[1]) {
-      computed_in_loop = true;
+      writer = &f.instructions[j];
       break;
     }
   const std::optional<int> dst = uniform_register(in.operands[0]);
-  if (!computed_in_loop || !dst) return false;
+  if (!writer || !dst) return DescriptorMove::None;
+  const bool parked = writer->base() == "MOV" && writer->operands.size() == 2 &&
+                      uniform_register(writer->operands[1]).has_value();
   for (size_t j = i + 1; j <= last; ++j) {
     const Instruction& next = f.instructions[j];
     if (is_wgmma(classify(next))) {
       const std::optional<int> base = descriptor_base(next);
-      if (base && *dst >= *base && *dst < *base + 4) return true;
+      if (base && *dst >= *base && *dst < *base + 4)
+        return parked ? DescriptorMove::Parked : DescriptorMove::PerThread;
     }
-    if (!next.operands.empty() && next.operands[0] == in.operands[0]) return false;
+    if (!next.operands.empty() && next.operands[0] == in.operands[0]) return DescriptorMove::None;
   }
-  return false;
+  return DescriptorMove::None;
 }
 
 }  // namespace
@@ -305,11 +317,14 @@ std::optional<Mainloop> find_mainloop(const SassFunction& f) {
     m.membar_gpu += in.base() == "MEMBAR" && (in.opcode.find(".GPU") != std::string::npos ||
                                               in.opcode.find(".SYS") != std::string::npos);
   }
-  for (size_t i = loop->first; i <= loop->last; ++i)
-    if (r2ur_of_loop_value_into_descriptor(f, loop->first, i, loop->last)) {
+  for (size_t i = loop->first; i <= loop->last; ++i) {
+    const DescriptorMove move = descriptor_move(f, loop->first, i, loop->last);
+    if (move == DescriptorMove::PerThread) {
       if (!m.first_r2ur_of_loop_value) m.first_r2ur_of_loop_value = i;
       ++m.r2ur_of_loop_values;
     }
+    m.r2ur_of_parked_values += move == DescriptorMove::Parked;
+  }
   m.softmax_position = softmax_position(m.softmax_start, m.groups);
   measure_in_flight(f, *loop, m.groups);
   m.picture = picture(f.instructions, loop->first, loop->last);

@@ -96,6 +96,10 @@ struct Mainloop {
   // iteration, from a value ptxas did not prove warp-uniform (bench/NOTES.md v11).
   size_t r2ur_of_loop_values = 0;
   std::optional<size_t> first_r2ur_of_loop_value;  // its index
+  // R2URs that move a descriptor back from a vector register the loop parked it in (MOV R,
+  // UR): still warp-uniform, only out of uniform registers (the _p2 loops, bench/NOTES.md
+  // v12). A MOV and an R2UR each, not per-thread math: reported, not failed.
+  size_t r2ur_of_parked_values = 0;
   std::string picture;
 };
 std::optional<Mainloop> find_mainloop(const SassFunction& f);
