@@ -58,7 +58,7 @@ for step in "${steps[@]}"; do
     layers)
       run_step layers 120 build/fa3_tests '[layers]' ;;
     tests)
-      run_step tests 420 build/fa3_tests --durations yes ;;
+      run_step tests 500 build/fa3_tests --durations yes ;;
     bench)
       run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
     sass)
