@@ -92,6 +92,10 @@ struct FwdTraits {
   using KVPipe = tile::TmaPipeline<kStages, kCluster>;
   static_assert(QTile::kBytes == kSmem.q_bytes && KVTile::kBytes == kSmem.kv_stage_bytes, "");
   static constexpr uint32_t kRowsPerWarpgroup = 64;
+  // Where consumer warpgroup wg's rows start in each 64-column chunk of the Q (and O) tile.
+  __device__ __forceinline__ static uint32_t warpgroup_rows_offset(int wg) {
+    return wg * kRowsPerWarpgroup * 128;
+  }
 };
 
 // Shared-memory addresses of one CTA.
@@ -190,6 +194,14 @@ struct FwdWork {
     }
     n_blocks = key_end > 0 ? (key_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
   }
+  // The first query row of consumer warpgroup wg.
+  __device__ __forceinline__ int first_row(int wg) const {
+    return m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+  }
+  // The K/V head this tile's head reads (GQA/MQA).
+  __device__ __forceinline__ int kv_head(const FwdParams& p) const {
+    return static_cast<int>(fast_div(static_cast<uint32_t>(head), p.kv_group_div));
+  }
 };
 
 // The key block a tile visits at iteration `it` of its n_blocks (producer and consumers agree).
@@ -230,8 +242,7 @@ __device__ __forceinline__ void prefetch_q(const FwdParams& p, int tile) {
   const FwdWork<Tr> w(p, tile);
   for (int wg = 0; wg < Tr::kConsumers; ++wg)
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_prefetch_l2_4d(&p.tma_q, c * 64, w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup,
-                              w.head, w.batch);
+      ptx::tma_prefetch_l2_4d(&p.tma_q, c * 64, w.first_row(wg), w.head, w.batch);
 }
 
 // Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
@@ -314,9 +325,8 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
   ptx::mbarrier_arrive_expect_tx(full, Tr::QTile::kBytes);
   for (int wg = 0; wg < Tr::kConsumers; ++wg)
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_load_4d(q + c * Tr::QTile::kChunkBytes + wg * Tr::kRowsPerWarpgroup * 128,
-                       &p.tma_q, full, c * 64,
-                       w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup, w.head, w.batch);
+      ptx::tma_load_4d(q + c * Tr::QTile::kChunkBytes + Tr::warpgroup_rows_offset(wg), &p.tma_q,
+                       full, c * 64, w.first_row(wg), w.head, w.batch);
 }
 
 // Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
@@ -360,7 +370,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   tile::PipelineState<Tr::kStages> st;
   producer_tiles<Tr>(p, sm, [&](int tile, int k) {
     const FwdWork<Tr> w(p, tile);
-    const int kv_head = static_cast<int>(fast_div(static_cast<uint32_t>(w.head), p.kv_group_div));
+    const int kv_head = w.kv_head(p);
     // Lines 6-10: K_j and V_j into stage j % s.
     constexpr bool kDrawGo = Tr::kDynamic && Tr::kQWarp;
     const int draw_go_at = max(0, w.n_blocks - 1 - Tr::kDrawLead);
@@ -452,7 +462,7 @@ struct InlineLoader {
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
     n_blocks = w.n_blocks;
-    kv_head = static_cast<int>(fast_div(static_cast<uint32_t>(w.head), p.kv_group_div));
+    kv_head = w.kv_head(p);
     batch = w.batch;
     load_q<Tr>(p, sm, w, 0);
     for (int s = 0; s < Tr::kStages; ++s) {
@@ -1068,7 +1078,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
                                              const float (&lse)[2],
                                              float (&o)[Tr::kHeadDim / 2]) {
   const int lane = thread_in_wg % 32;
-  const uint32_t o_rows = sm.o_buffer(k) + wg * Tr::kRowsPerWarpgroup * 128;
+  const uint32_t o_rows = sm.o_buffer(k) + Tr::warpgroup_rows_offset(wg);
 #pragma unroll
   for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= inv_sum[tile::AccLayout::half(e)];
   if (Tr::kPersistent && !Tr::kOOverQ && k > 0) {
@@ -1117,13 +1127,13 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
                                                         int wg, ConsumerMainloop<Tr>& loop,
                                                         const TurnScheduler<Tr>& turns) {
   using Loop = ConsumerMainloop<Tr>;
-  const uint32_t wg_rows = wg * Tr::kRowsPerWarpgroup * 128;
+  const uint32_t wg_rows = Tr::warpgroup_rows_offset(wg);
   // Makes the k-th tile, w, the loop's current one (its Q landed, its rows, a fresh softmax);
   // returns how many of its key blocks need the mask.
   auto enter_tile = [&](int k, const FwdWork<Tr>& w) {
     if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
     loop.q_rows = sm.q_buffer(k) + wg_rows;
-    loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+    loop.first_row = w.first_row(wg);
     loop.softmax.init();
     return loop.masked_iterations(w.n_blocks);
   };
@@ -1174,7 +1184,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
 template <class Tr>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
   const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
-  const uint32_t wg_rows = wg * Tr::kRowsPerWarpgroup * 128;
+  const uint32_t wg_rows = Tr::warpgroup_rows_offset(wg);
   const TurnScheduler<Tr> turns(wg);
   ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0, sm.q + wg_rows, {}, {}};
   loop.is_loader = !Tr::kWarpSpecialized && threadIdx.x == 0;
@@ -1186,7 +1196,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
       if constexpr (Tr::kPersistent) loop.next_stage = warp_uniform(loop.next_stage);
       if constexpr (!Tr::kWarpSpecialized)
         if (loop.is_loader) loop.loader.start(p, sm, w);
-      loop.first_row = w.m_block * Tr::kBlockM + wg * Tr::kRowsPerWarpgroup;
+      loop.first_row = w.first_row(wg);
       // Line 13.
       float o[Tr::kHeadDim / 2];
       tile::fill(o, 0.0f);
