@@ -132,7 +132,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (double_p) s += " with two P register buffers";
   if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
-  if (conditional_rescale) s += " + O rescaled only on a new row max";
+  if (conditional_rescale) s += " + O rescaled only when a row max grows by more than 2^8";
   if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
   if (pingpong) s += " + pingpong scheduling";

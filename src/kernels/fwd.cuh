@@ -516,7 +516,7 @@ struct ConsumerMainloop {
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile (of the tile's Q buffer)
-  tile::OnlineSoftmax softmax;
+  tile::OnlineSoftmax<Tr::kConditionalRescale> softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};
@@ -553,8 +553,9 @@ struct ConsumerMainloop {
   }
   __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kHeadDim / 2],
                                                    const float (&rescale)[2]) {
-    // Config::conditional_rescale: the factor is exactly 1 when the row max did not change
-    // (exp2(0)), so a warp none of whose rows changed skips the multiplies.
+    // Config::conditional_rescale: the softmax keeps a row's max until it grows by more than
+    // tile::kLazyMaxSlack, and the factor is exactly 1 until then, so a warp none of whose
+    // rows moved its max skips the multiplies (after the first blocks, nearly always).
     if constexpr (Tr::kConditionalRescale)
       if (!__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll

@@ -47,9 +47,11 @@ struct FwdConfig {
   // the step. Without it the step issues QK^T_j and PV_{j-1} back to back and runs the
   // softmax of block j while PV_{j-1} is in flight (Algorithm 2 as written).
   bool b2_order = false;
-  // O is rescaled by exp2(m_old - m_new) after every key block; a warp skips the multiplies
-  // when no row of it got a new max (a warp vote and a branch instead of head_dim/2 FMULs
-  // per thread). Pays at d256 (128 accumulators per thread), costs at d128 (bench/NOTES.md v7).
+  // A lazy row max (FlashAttention-4's trick): a row keeps its max until a block's max
+  // exceeds it by more than 2^8 (P~ <= 256 then), so after the first blocks the factor
+  // exp2(m_old - m_new) is exactly 1 and a warp with no grown max skips O's head_dim/2 FMULs
+  // per thread (a vote and a branch). Pays at d256 (128 accumulators per thread), +0.5% at
+  // d128, costs at d64 (bench/NOTES.md v7, v13).
   bool conditional_rescale = false;
   // CTAs per thread-block cluster (1 or 2). The 2 CTAs of a cluster compute neighbouring
   // query blocks of one head, so they read the same K and V: each loads half of every K/V

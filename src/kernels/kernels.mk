@@ -10,8 +10,9 @@
 #   _b2  with overlap: the 2-stage loop in the order of the paper's Appendix B.2 SASS
 #        (softmax first, the next QK^T and this block's PV issued after it, one wait);
 #        measured 1-5% slower than the default order, kept for fa3-sass's B.2 check
-#   _cr  O rescaled only when a row max changed (a warp vote skips the multiplies): +4-5%
-#        at d256, +1-2% at d64, -2% at d128 (bench/NOTES.md v7)
+#   _cr  a row max is kept until it grows by more than 2^8 (FlashAttention-4's lazy rescale),
+#        and O is rescaled only then (a warp vote skips the multiplies): since v13 +1-3% at
+#        d256, +0.4-0.8% at d128 causal, -1.5 to -4% at d64 (bench/NOTES.md v7, v13)
 #   _ew  a step's exponentials wait for its PV GEMM (only the row max runs under it), where
 #        ptxas put that wait after the first exponentials (d128 n128 _ps, the _c2 ones); the
 #        plain d128 n128 one, whose wait is after the row max already, is the control.
@@ -100,6 +101,8 @@ FWD_TILES := \
   d64_m192_n128_s2_w3_ov_pp_ps_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
   d128_m128_n176_s2_w2_ov_pp_ps d128_m128_n176_s2_w2_ov_pp_ps_causal \
-  d64_m128_n176_s2_w2_ov_pp_ps_xt_qw_causal
+  d64_m128_n176_s2_w2_ov_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_as_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw d128_m128_n176_s2_w2_ov_cr_pp_ps
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -20,7 +20,16 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-// State of the two rows a thread holds parts of.
+// The largest growth of a row max, in the log2 domain, that a lazy OnlineSoftmax leaves
+// unapplied: P~ then reaches at most 2^8 = 256 (exact in fp16, bf16 and e4m3), and O and l
+// in fp32 have the range to spare.
+constexpr float kLazyMaxSlack = 8.0f;
+
+// State of the two rows a thread holds parts of. LazyMax (FlashAttention-4's trick): a row
+// keeps its max until a block's max exceeds it by more than kLazyMaxSlack, so after the
+// first blocks the rescale factor is exactly 1 almost always and the caller may skip the
+// O rescale. Exact either way: P~, l and O all use the max actually kept.
+template <bool LazyMax>
 struct OnlineSoftmax {
   float row_max[2];  // m_i: running max of scale * log2(e) * S (same in all 4 lanes of a quad)
   float row_sum[2];  // l_i: this lane's part of the running sum, reduced over the quad at the end
@@ -53,10 +62,13 @@ struct OnlineSoftmax {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float m_block = quad_max(fmaxf(block_max[h][0], block_max[h][1])) * scale_log2;
-      const float m_new = fmaxf(row_max[h], m_block);
+      // (-inf + slack stays -inf: a row's first finite max is always taken.)
+      const bool grows = LazyMax ? m_block > row_max[h] + kLazyMaxSlack : true;
+      const float m_new = grows ? fmaxf(row_max[h], m_block) : row_max[h];
       // exp2(-inf - (-inf)) would be NaN: a row with no key yet uses 0 as its base.
       base[h] = m_new == -INFINITY ? 0.0f : m_new;
       rescale[h] = ptx::ex2_approx(row_max[h] - base[h]);
+      if (LazyMax && !grows) rescale[h] = 1.0f;  // exactly, for the caller's skip
       row_max[h] = m_new;
     }
   }

@@ -40,7 +40,7 @@ struct KernelTraits {
   bool three_stage = false;       // _ov3: 3-stage pipelining (paper Algorithm 4), not B.2's
   bool double_p = false;          // _p2: two P register buffers
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
-  bool conditional_rescale = false;  // _cr: O rescaled only when a row max changed
+  bool conditional_rescale = false;  // _cr: lazy row max, O rescaled only when it grows
   bool exp_after_pv_wait = false;  // _ew: a step's exponentials after its PV-GEMM wait
   bool ascending = false;         // _as: key blocks visited first to last
   bool persistent = false;        // _ps: persistent grid
