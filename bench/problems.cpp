@@ -105,7 +105,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
        persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
-       ascending = false, cross_tile = false, q_warp = false, cluster = false,
+       ascending = false, half_blocks = false, cross_tile = false, q_warp = false, cluster = false,
        no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
@@ -122,6 +122,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "ew") exp_after_pv_wait = true;
     else if (t == "as") ascending = true;
     else if (t == "xt") cross_tile = true;
+    else if (t == "hb") half_blocks = true;
     else if (t == "qw") q_warp = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
@@ -135,6 +136,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (conditional_rescale) s += " + O rescaled only when a row max grows by more than 2^8";
   if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
+  if (half_blocks) s += " + half-width GEMMs where half a block is masked";
   if (pingpong) s += " + pingpong scheduling";
   if (persistent) s += " + persistent grid";
   if (cross_tile) s += ", tiles pipelined into each other";

@@ -91,6 +91,19 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(fa3::FwdSmemLayout::of(*fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp"))
             .q_buffers == 1);
 
+  const auto hb =
+      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_as_hb_pp_ps_xt_qw_causal");
+  REQUIRE(hb);
+  CHECK(hb->half_blocks);
+  CHECK(hb->ascending);
+  CHECK(hb->cross_tile);
+  CHECK(fa3::fwd_kernel_name(*hb) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_as_hb_pp_ps_xt_qw_causal");
+  CHECK_FALSE(qw->half_blocks);
+  // Half a key block must be whole k-steps of 16 keys, and only the plain pipelined loop has it.
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp_causal"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_hb_pp_causal"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_hb_causal"));
+
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
   CHECK_FALSE(nows->warp_specialized);

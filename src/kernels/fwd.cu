@@ -9,7 +9,7 @@
     !defined(FA3_PINGPONG) || !defined(FA3_DOUBLE_P) || !defined(FA3_PERSISTENT) ||        \
     !defined(FA3_THREE_STAGE) || !defined(FA3_WARP_SPECIALIZED) || !defined(FA3_B2_ORDER) || \
     !defined(FA3_CONDITIONAL_RESCALE) || !defined(FA3_CLUSTER_M) || !defined(FA3_ASCENDING) || \
-    !defined(FA3_CROSS_TILE) || !defined(FA3_EXP_AFTER_PV_WAIT)
+    !defined(FA3_CROSS_TILE) || !defined(FA3_EXP_AFTER_PV_WAIT) || !defined(FA3_HALF_BLOCKS)
 #error "build forward kernels through the Makefile: it defines FA3_* from the kernel name"
 #endif
 
@@ -39,6 +39,7 @@ struct ThisConfig {
     c.cross_tile = FA3_CROSS_TILE;
     c.q_warp = FA3_Q_WARP;
     c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
+    c.half_blocks = FA3_HALF_BLOCKS;
     return c;
   }();
 };

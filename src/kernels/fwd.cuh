@@ -69,6 +69,7 @@ struct FwdTraits {
   static constexpr bool kCrossTile = kCfg.cross_tile;
   static constexpr bool kQWarp = kCfg.q_warp;
   static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
+  static constexpr bool kHalfBlocks = kCfg.half_blocks;
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   // Config::q_warp with the dynamic scheduler: the Q warp draws a CTA's next tile once the
@@ -473,18 +474,26 @@ struct InlineLoader {
 };
 
 // Sets S to -inf where the key is past seqlen_k or, for causal, after the query's diagonal.
-template <class Tr>
-__device__ __forceinline__ void apply_mask(float (&s)[Tr::kBlockN / 2], const FwdParams& p,
-                                           int thread_in_wg, int first_row, int first_key) {
+// (N accumulators per thread: block_n / 2, or block_n / 4 for a half-width block.)
+template <class Tr, int N>
+__device__ __forceinline__ void apply_mask(float (&s)[N], const FwdParams& p, int thread_in_wg,
+                                           int first_row, int first_key) {
   const int diagonal_offset = p.seqlen_k - p.seqlen_q;
 #pragma unroll
-  for (int e = 0; e < Tr::kBlockN / 2; ++e) {
+  for (int e = 0; e < N; ++e) {
     const int key = first_key + tile::AccLayout::col(thread_in_wg, e);
     const int row = first_row + tile::AccLayout::row(thread_in_wg, e);
     const bool masked = key >= p.seqlen_k || (Tr::kCausal && key > row + diagonal_offset);
     if (masked) s[e] = -INFINITY;
   }
 }
+
+// Stands in for a half-block flag (Config::half_blocks) in kernels without half blocks:
+// always false, and whatever is stored in it is dropped.
+struct NoHalfFlag {
+  __device__ __forceinline__ NoHalfFlag& operator=(bool) { return *this; }
+  __device__ __forceinline__ constexpr operator bool() const { return false; }
+};
 
 // Pingpong (paper Section 3.1): consumer warpgroups take turns at issuing their GEMMs, in
 // round-robin order, through one named barrier per warpgroup. A turn ends as soon as the
@@ -521,27 +530,73 @@ struct ConsumerMainloop {
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};
 
+  // Config::half_blocks. A block is half-width for this warpgroup when every key in its upper
+  // half is masked for all 64 of its rows (after the last row's causal diagonal, or past
+  // seqlen_k): QK^T, the softmax and PV then cover the first block_n/2 keys alone. S and P
+  // of the block live in the first halves of the full-width arrays (the wgmma layout of an
+  // N = block_n/2 product is the first half of the N = block_n one). The other half of S is
+  // left as it was and never read; the other half of P is zeroed (to_p_frag), which keeps a
+  // full-width PV of the block exact and, measured, keeps ptxas from serializing the
+  // kernel's wgmmas (stale P registers stay live otherwise). Half is a compile-time choice
+  // of whole steps (with_half): ptxas serializes every wgmma of a kernel where one group's
+  // issue is split over branches.
+  __device__ __forceinline__ bool upper_half_masked(int n_block) const {
+    if constexpr (!Tr::kHalfBlocks) return false;
+    const int first_upper_key = n_block * Tr::kBlockN + Tr::kBlockN / 2;
+    const int last_row = first_row + static_cast<int>(Tr::kRowsPerWarpgroup) - 1;
+    return first_upper_key >= p.seqlen_k ||
+           (Tr::kCausal && first_upper_key > last_row + p.seqlen_k - p.seqlen_q);
+  }
+  // The keys of a block a step covers, and the first part of S and P that holds them.
+  template <bool Half>
+  static constexpr int kKeys = Half ? Tr::kBlockN / 2 : Tr::kBlockN;
+  template <bool Half>
+  using SPart = float[kKeys<Half> / 2];
+  template <bool Half>
+  using PPart = uint32_t[kKeys<Half> / 16][4];
+  template <bool Half>
+  __device__ __forceinline__ static SPart<Half>& s_part(float (&s)[Tr::kBlockN / 2]) {
+    return reinterpret_cast<SPart<Half>&>(s);
+  }
+  template <bool Half>
+  __device__ __forceinline__ static PPart<Half>& p_part(uint32_t (&p_frag)[Tr::kBlockN / 16][4]) {
+    return reinterpret_cast<PPart<Half>&>(p_frag);
+  }
+
   // S = Q_i K_j^T for the key block in K stage `st` (one committed wgmma group, not waited).
+  template <bool Half = false>
   __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
                                            const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::KVTile>(
-        s, q_rows, 0, sm.k_stage(st.index));
+    tile::gemm_ss_abt<Tr::kMma, kKeys<Half>, typename Tr::QTile, typename Tr::KVTile>(
+        s_part<Half>(s), q_rows, 0, sm.k_stage(st.index));
   }
   // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
+  template <bool Half = false>
   __device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2],
                                            uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                            const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile>(o, p_frag,
-                                                                   sm.v_stage(st.index));
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>>(
+        o, p_frag, sm.v_stage(st.index));
   }
   // Lines 18-19: for key block n_block, masks the scores (Mask: the block straddles the causal
   // diagonal or seqlen_k), turns them into P~ in place, and returns the factor O must be
   // rescaled by. Unmasked blocks carry no masking code at all.
-  template <bool Mask>
+  template <bool Mask, bool Half = false>
   __device__ __forceinline__ void softmax_block(float (&s)[Tr::kBlockN / 2], int n_block,
                                                 float (&rescale)[2]) {
-    if (Mask) apply_mask<Tr>(s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
-    softmax.update(s, p.scale_log2, rescale);
+    if (Mask) apply_mask<Tr>(s_part<Half>(s), p, thread_in_wg, first_row, n_block * Tr::kBlockN);
+    softmax.update(s_part<Half>(s), p.scale_log2, rescale);
+  }
+  // Line 16 (and 6): P~ in fp32 to the A operands of the PV GEMM (Half: and the rest 0).
+  template <bool Half = false>
+  __device__ __forceinline__ static void to_p_frag(float (&s)[Tr::kBlockN / 2],
+                                                   uint32_t (&p_frag)[Tr::kBlockN / 16][4]) {
+    tile::acc_to_a_operands<Tr::kIsBF16, kKeys<Half>>(s_part<Half>(s), p_part<Half>(p_frag));
+    if constexpr (Half)
+#pragma unroll
+      for (int kk = Tr::kBlockN / 32; kk < Tr::kBlockN / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) p_frag[kk][r] = 0u;
   }
   // Blocks are visited from the last to the first, and the ones that need masking are the
   // last ones: this many iterations at the start of the loop.
@@ -618,44 +673,65 @@ struct ConsumerMainloop {
     next_stage = st;
   }
 
+  // Config::half_blocks: calls body(std::bool_constant<half>) (half only where the kernel has
+  // half-width blocks), so that each arm holds whole wgmma groups, issue to wait.
+  template <class Body>
+  __device__ __forceinline__ static void with_half(bool half, Body&& body) {
+    if constexpr (Tr::kHalfBlocks) {
+      if (half) body(std::true_type{});
+      else body(std::false_type{});
+    } else {
+      body(std::false_type{});
+    }
+  }
+
   // The pipelined loops' opening: S = Q K^T of the first visited block (the last one),
   // issued in a turn of its own and waited for.
+  template <bool Half = false>
   __device__ __forceinline__ void first_qk(float (&s)[Tr::kBlockN / 2],
                                            const tile::PipelineState<Tr::kStages>& st,
                                            const TurnScheduler<Tr>& turns) {
     sm.k_pipe.consumer_wait(st);
     turns.begin();
-    issue_qk(s, st);
+    issue_qk<Half>(s, st);
     turns.end();
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(s);
     release_k(st);
   }
   // The pipelined loops' close: O += P V of the last block, in a turn of its own, waited for.
+  // (half: the block is half-width, Config::half_blocks.)
   __device__ __forceinline__ void last_pv(float (&o)[Tr::kHeadDim / 2],
                                           uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                           const tile::PipelineState<Tr::kStages>& st,
-                                          const TurnScheduler<Tr>& turns) {
-    sm.v_pipe.consumer_wait(st);
-    turns.begin();
-    issue_pv(o, p_frag, st);
-    turns.end();
-    ptx::wgmma_wait_group<0>();
-    tile::pin_registers(o);
-    release_v(st);
+                                          const TurnScheduler<Tr>& turns, bool half = false) {
+    with_half(half, [&](auto half_tag) {
+      sm.v_pipe.consumer_wait(st);
+      turns.begin();
+      issue_pv<decltype(half_tag)::value>(o, p_frag, st);
+      turns.end();
+      ptx::wgmma_wait_group<0>();
+      tile::pin_registers(o);
+      release_v(st);
+    });
   }
   // Paper Algorithm 2, lines 3-6: first_qk, then its m, P and l. O is still 0: the rescale
-  // factor it leaves behind (0) changes nothing.
-  __device__ __forceinline__ void first_block(float (&s)[Tr::kBlockN / 2],
+  // factor it leaves behind (0) changes nothing. Returns whether the block was half-width.
+  __device__ __forceinline__ bool first_block(float (&s)[Tr::kBlockN / 2],
                                               uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                               float (&rescale)[2],
                                               const tile::PipelineState<Tr::kStages>& st,
                                               int n_block, bool masked,
                                               const TurnScheduler<Tr>& turns) {
-    first_qk(s, st, turns);
-    if (masked) softmax_block<true>(s, n_block, rescale);
-    else softmax_block<false>(s, n_block, rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+    const bool half = masked && upper_half_masked(n_block);
+    with_half(half, [&](auto half_tag) {
+      constexpr bool kHalf = decltype(half_tag)::value;
+      first_qk<kHalf>(s, st, turns);
+      if (masked) softmax_block<true, kHalf>(s, n_block, rescale);
+      else softmax_block<false>(s, n_block, rescale);
+      to_p_frag<kHalf>(s, p_frag);
+    });
+    return half;
   }
 
   // Paper Algorithm 2, lines 3-19: the QK^T of block j is issued together with the PV of
@@ -669,12 +745,16 @@ struct ConsumerMainloop {
     float rescale[2];                           // O's factor from the latest softmax
     tile::PipelineState<Tr::kStages> k_st;      // stage of the block whose QK^T is issued next
     tile::PipelineState<Tr::kStages> v_st;      // stage of the block P_cur belongs to
+    // half_blocks: P_cur's block is half-width. (Other kernels carry no flag at all: their
+    // code stays what it was without half blocks.)
+    std::conditional_t<Tr::kHalfBlocks, bool, NoHalfFlag> p_half{};
   };
 
   // Lines 8-16 around two hooks: QK^T of the block in stage x.k_st and PV of P_cur (V in
   // x.v_st) in one turn; softmax_and_wait() softmaxes S_next and ends with the wait for the
   // PV GEMM (lines 13-14); after_pv() runs once O is complete, before P_next is converted.
-  template <class SoftmaxAndWait, class AfterPv>
+  // QkHalf, PvHalf (Config::half_blocks): S_next's block, P_cur's block is half-width.
+  template <bool QkHalf = false, bool PvHalf = false, class SoftmaxAndWait, class AfterPv>
   __device__ __forceinline__ void step(float (&o)[Tr::kHeadDim / 2], Pipelined& x,
                                        const TurnScheduler<Tr>& turns,
                                        SoftmaxAndWait&& softmax_and_wait, AfterPv&& after_pv) {
@@ -686,8 +766,8 @@ struct ConsumerMainloop {
     sm.k_pipe.consumer_wait(x.k_st);  // line 8
     sm.v_pipe.consumer_wait(x.v_st);  // line 10
     turns.begin();
-    issue_qk(x.s, x.k_st);          // line 9: S_next, not waited for
-    issue_pv(o, x.p_frag, x.v_st);  // line 11: O += P_cur V_{j-1}, not waited for
+    issue_qk<QkHalf>(x.s, x.k_st);          // line 9: S_next, not waited for
+    issue_pv<PvHalf>(o, x.p_frag, x.v_st);  // line 11: O += P_cur V_{j-1}, not waited for
     turns.end();
     ptx::wgmma_wait_group<1>();  // line 12: the older group, S_next, is done
     tile::pin_registers(x.s);
@@ -695,16 +775,37 @@ struct ConsumerMainloop {
     softmax_and_wait();  // lines 13-14
     release_v(x.v_st);   // line 15
     after_pv();
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);  // line 16
+    to_p_frag<QkHalf>(x.s, x.p_frag);  // line 16
     x.v_st = x.k_st;
     x.k_st.advance();
+    x.p_half = QkHalf;
   }
 
-  // Lines 8-16 for key block n_block.
-  template <bool Mask>
+  // Lines 8-16 for key block n_block. Config::half_blocks: a masked block may be half-width,
+  // and so may the block before it in visiting order (PvMayBeHalf), whose PV this step issues.
+  template <bool Mask, bool PvMayBeHalf = Mask>
   __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kHeadDim / 2], int n_block,
                                                  Pipelined& x, const TurnScheduler<Tr>& turns) {
-    step(o, x, turns, [&] {
+    // A half block's P is zero past its first half (to_p_frag), so a full-width PV of it is
+    // exact: masked steps, rare in the loop, get arms for their QK^T only (fewer copies of
+    // the step, less code for the instruction cache).
+    if constexpr (Mask) {
+      with_half(upper_half_masked(n_block), [&](auto qk_tag) {
+        pipelined_step_as<true, decltype(qk_tag)::value, false>(o, n_block, x, turns);
+      });
+    } else if constexpr (PvMayBeHalf) {
+      with_half(x.p_half, [&](auto pv_tag) {
+        pipelined_step_as<false, false, decltype(pv_tag)::value>(o, n_block, x, turns);
+      });
+    } else {
+      pipelined_step_as<false, false, false>(o, n_block, x, turns);
+    }
+  }
+  template <bool Mask, bool QkHalf, bool PvHalf>
+  __device__ __forceinline__ void pipelined_step_as(float (&o)[Tr::kHeadDim / 2], int n_block,
+                                                    Pipelined& x, const TurnScheduler<Tr>& turns) {
+    static_assert(Mask || !QkHalf, "only a masked block is half-width");
+    step<QkHalf, PvHalf>(o, x, turns, [&] {
       if constexpr (Tr::kExpAfterPvWait) {
         // Line 13 in two halves: the row max under the PV GEMM, the exponentials after it.
         if (Mask) apply_mask<Tr>(x.s, p, thread_in_wg, first_row, n_block * Tr::kBlockN);
@@ -720,8 +821,8 @@ struct ConsumerMainloop {
         base[1] += __fmul_rn(o[2], zero);
         softmax.update_exp(x.s, p.scale_log2, base, x.rescale);
       } else {
-        softmax_block<Mask>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
-        ptx::wgmma_wait_group<0>();                    // line 14
+        softmax_block<Mask, QkHalf>(x.s, n_block, x.rescale);  // line 13, under the PV GEMM
+        ptx::wgmma_wait_group<0>();                            // line 14
         tile::pin_registers(o);
       }
     }, [&] { rescale_o(o, x.rescale); });
@@ -735,8 +836,8 @@ struct ConsumerMainloop {
   // stage of its first block.
   __device__ __forceinline__ void open_tile(Pipelined& x, int n_blocks, int n_masked,
                                             const TurnScheduler<Tr>& turns) {
-    first_block(x.s, x.p_frag, x.rescale, x.k_st, visited_block<Tr>(0, n_blocks),
-                first_visited_masked(n_blocks, n_masked), turns);
+    x.p_half = first_block(x.s, x.p_frag, x.rescale, x.k_st, visited_block<Tr>(0, n_blocks),
+                           first_visited_masked(n_blocks, n_masked), turns);
     x.v_st = x.k_st;
     x.k_st.advance();
   }
@@ -750,6 +851,10 @@ struct ConsumerMainloop {
       for (; it < n_blocks; ++it) pipelined_step<true>(o, it, x, turns);
     } else {
       for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
+      // The first unmasked step issues the PV of the last masked block (visited by the loop
+      // above, or first: by open_tile or a boundary step).
+      if constexpr (Tr::kHalfBlocks)
+        if (it < n_blocks) pipelined_step<false, true>(o, n_blocks - 1 - it++, x, turns);
       for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
     }
   }
@@ -763,7 +868,7 @@ struct ConsumerMainloop {
     pipelined_steps(o, n_blocks, n_masked, x, turns);
     // Lines 18-19: the last PV.
     release_q();
-    last_pv(o, x.p_frag, x.v_st, turns);
+    last_pv(o, x.p_frag, x.v_st, turns, x.p_half);
     next_stage = x.k_st;
   }
 
@@ -777,14 +882,21 @@ struct ConsumerMainloop {
                                                 int next_n_masked, Pipelined& x,
                                                 const TurnScheduler<Tr>& turns,
                                                 Epilogue&& epilogue) {
-    step(o, x, turns, [&] {
-      const int n_block = visited_block<Tr>(0, next_n_blocks);
-      if (first_visited_masked(next_n_blocks, next_n_masked))
-        softmax_block<true>(x.s, n_block, x.rescale);
-      else softmax_block<false>(x.s, n_block, x.rescale);
-      ptx::wgmma_wait_group<0>();
-      tile::pin_registers(o);
-    }, epilogue);
+    // (upper_half_masked reads the rows of the next tile: enter_tile has set them. The
+    // previous tile's last PV goes at full width: exact, see pipelined_step.)
+    const bool qk_half = Tr::kHalfBlocks && first_visited_masked(next_n_blocks, next_n_masked) &&
+                         upper_half_masked(visited_block<Tr>(0, next_n_blocks));
+    with_half(qk_half, [&](auto qk_tag) {
+      constexpr bool kQkHalf = decltype(qk_tag)::value;
+      step<kQkHalf, false>(o, x, turns, [&] {
+        const int n_block = visited_block<Tr>(0, next_n_blocks);
+        if (first_visited_masked(next_n_blocks, next_n_masked))
+          softmax_block<true, kQkHalf>(x.s, n_block, x.rescale);
+        else softmax_block<false>(x.s, n_block, x.rescale);
+        ptx::wgmma_wait_group<0>();
+        tile::pin_registers(o);
+      }, epilogue);
+    });
   }
 
   // Algorithm 2 in the order of the paper's Appendix B.2 SASS (Config::b2_order). A step
@@ -1169,7 +1281,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
         tile::fill(o, 0.0f);
       });
     } else {
-      if (w.n_blocks > 0) loop.last_pv(o, x.p_frag, x.v_st, turns);
+      if (w.n_blocks > 0) loop.last_pv(o, x.p_frag, x.v_st, turns, x.p_half);
       fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
       if (!more) break;
       tile::fill(o, 0.0f);

@@ -82,6 +82,12 @@ struct FwdConfig {
   // the tiles), each tile's as soon as its buffer frees, instead of the K/V thread after
   // the previous tile's last K/V load; short tiles then find their Q loaded.
   bool q_warp = false;
+  // With the plain pipelined loop: a consumer warpgroup for which every key in the upper
+  // half of a block is masked (the causal diagonal's upper-right quadrant when block_m =
+  // block_n, the seqlen_k tail) computes that block's QK^T (N = block_n/2) and softmax at
+  // half width, and its PV too where the step that issues it is unmasked. Measured +1-1.5%
+  // for d128 persistent causal at 512-2k, nothing for the cross-tile one (bench/NOTES.md v13).
+  bool half_blocks = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -163,6 +169,8 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
          (!c.q_warp || c.cross_tile) &&
+         (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
+                             !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

@@ -49,7 +49,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ew, as, pp, ps, xt, qw, c2,
+  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ew, as, hb, pp, ps, xt, qw, c2,
   // nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
@@ -59,6 +59,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "cr") c.conditional_rescale = true, ++i;
   if (i < t.size() && t[i] == "ew") c.exp_after_pv_wait = true, ++i;
   if (i < t.size() && t[i] == "as") c.ascending = true, ++i;
+  if (i < t.size() && t[i] == "hb") c.half_blocks = true, ++i;
   if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
   if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
   if (i < t.size() && t[i] == "xt") c.cross_tile = true, ++i;
@@ -85,6 +86,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.conditional_rescale) s += "_cr";
   if (c.exp_after_pv_wait) s += "_ew";
   if (c.ascending) s += "_as";
+  if (c.half_blocks) s += "_hb";
   if (c.pingpong) s += "_pp";
   if (c.persistent) s += "_ps";
   if (c.cross_tile) s += "_xt";

@@ -469,6 +469,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"ascending", c.ascending},
               {"cross_tile", c.cross_tile},
               {"q_warp", c.q_warp},
+              {"half_blocks", c.half_blocks},
               {"warp_specialized", c.warp_specialized},
               {"causal", c.causal}};
 }

@@ -9,13 +9,13 @@
 
 namespace fa3::tile {
 
-// acc (64 x N) = A (64 x K) * B^T, with A = rows [a_row0, +64) of tile ATile and B = all N rows
-// of tile BTile, both K-major in shared memory (S = Q K^T: K is the head dimension).
+// acc (64 x N) = A (64 x K) * B^T, with A = rows [a_row0, +64) of tile ATile and B = the first
+// N rows of tile BTile, both K-major in shared memory (S = Q K^T: K is the head dimension).
 template <ptx::MmaType T, int N, class ATile, class BTile>
 __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base, int a_row0,
                                             uint32_t b_base) {
   static_assert(ATile::kCols == BTile::kCols, "A and B share the K extent");
-  static_assert(BTile::kRows == N, "B supplies all N columns of the product");
+  static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
   pin_registers(acc);
   ptx::wgmma_fence();
 #pragma unroll
@@ -25,21 +25,22 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
   ptx::wgmma_commit_group();
 }
 
-// acc (64 x N) += A (64 x K) * B, with A in registers (K/16 fragments) and B the whole tile
-// BTile (K rows x N columns, N contiguous: MN-major) in shared memory (O += P V).
-template <ptx::MmaType T, int N, class BTile>
+// acc (64 x N) += A (64 x K) * B, with A in registers (K/16 fragments) and B the first K rows
+// of tile BTile (rows x N columns, N contiguous: MN-major) in shared memory (O += P V).
+template <ptx::MmaType T, int N, class BTile, int K = BTile::kRows>
 __device__ __forceinline__ void gemm_rs_ab(float (&acc)[N / 2],
                                            uint32_t (&a)[BTile::kRows / 16][4],
                                            uint32_t b_base) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
+  static_assert(K % 16 == 0 && K <= BTile::kRows, "K is whole k-steps of B's rows");
   pin_registers(acc);
 #pragma unroll
-  for (int kk = 0; kk < BTile::kRows / 16; ++kk)
+  for (int kk = 0; kk < K / 16; ++kk)
 #pragma unroll
     for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
   ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < BTile::kRows / 16; ++kk)
+  for (int kk = 0; kk < K / 16; ++kk)
     ptx::Wgmma<T, N>::template rs<1>(acc, a[kk], BTile::mnmajor_desc(b_base, kk), 1u);
   ptx::wgmma_commit_group();
 }

@@ -91,6 +91,7 @@ const FlagToken kFlags[] = {
     {"cr", &KernelTraits::conditional_rescale},
     {"ew", &KernelTraits::exp_after_pv_wait},
     {"as", &KernelTraits::ascending},
+    {"hb", &KernelTraits::half_blocks},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"xt", &KernelTraits::cross_tile},
@@ -212,6 +213,8 @@ std::string describe(const KernelTraits& t) {
   if (t.persistent) s += ", persistent";
   if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.q_warp) s += ", Q warp";
+  if (t.half_blocks) s += ", half-width masked blocks";
+  if (t.half_blocks) s += ", half-width masked blocks";
   if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {

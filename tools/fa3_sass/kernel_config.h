@@ -46,6 +46,7 @@ struct KernelTraits {
   bool persistent = false;        // _ps: persistent grid
   bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
   bool q_warp = false;            // _qw: Q loaded by a producer warp of its own
+  bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
   bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
   bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
