@@ -85,7 +85,7 @@ struct FwdConfig {
   // With the plain pipelined loop: a consumer warpgroup for which every key in the upper
   // half of a block is masked (the causal diagonal's upper-right quadrant when block_m =
   // block_n, the seqlen_k tail) computes that block's QK^T (N = block_n/2) and softmax at
-  // half width, and its PV too where the step that issues it is unmasked. Measured +1-1.5%
+  // half width, and its PV too where the step that issues it is unmasked. Measured +0.7-1.5%
   // for d128 persistent causal at 512-2k, nothing for the cross-tile one (bench/NOTES.md v13).
   bool half_blocks = false;
 

@@ -22,7 +22,7 @@
 #        as non-causal ones do. Measured: no fewer L2 sector reads, times within noise at
 #        d128/d64, +1.5-3% at d256 n64 persistent causal (bench/NOTES.md v9)
 #   _hb  a block whose upper half is masked for a warpgroup (the causal diagonal's upper-right
-#        quadrant) gets a half-width QK^T and softmax, and PV where possible: +1-1.5% for
+#        quadrant) gets a half-width QK^T and softmax, and PV where possible: +0.7-1.5% for
 #        d128 _pp_ps causal at 512-2k, +-0.2% for d128 _xt_qw causal; d64 m128 s2 _xt_qw
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
 #        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13)
