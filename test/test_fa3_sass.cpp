@@ -155,6 +155,11 @@ const FixtureCase kFixtures[] = {
      "fa3_fwd_bf16_d128_m128_n112_s2_w2_ov_p2_pp",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "gemm_softmax_overlap=pass uniform_operands=pass"},
+    // Half-width blocks: the kernel holds HGMMA.64x64x16 SS QK^T groups and 4-step PV groups.
+    {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal.sass",
+     "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
+     "gemm_softmax_overlap=pass uniform_operands=pass half_blocks=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -223,6 +228,20 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   REQUIRE(k.check(CheckId::GemmSoftmaxOverlap));
   CHECK_FALSE(k.check(CheckId::GemmSoftmaxOverlap)->pass);
   CHECK_THAT(k.check(CheckId::GemmSoftmaxOverlap)->detail, Catch::Contains("drains WGMMA 1"));
+  // A kernel without the half path, under an _hb name, fails half_blocks.
+  const SassFunction full_width =
+      parse_sass_text(read_file(fixture_dir() / "real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp.sass"))
+          .functions.at(0);
+  const KernelReport hb =
+      analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp"));
+  REQUIRE(hb.check(CheckId::HalfBlocks));
+  CHECK_FALSE(hb.check(CheckId::HalfBlocks)->pass);
+  CHECK_THAT(hb.check(CheckId::HalfBlocks)->detail,
+             Catch::Contains("0 QK^T groups of HGMMA.64x64x16 SS, 0 PV groups of 4 RS HGMMAs"));
+  const KernelReport odd =
+      analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp"));
+  REQUIRE(odd.check(CheckId::HalfBlocks));
+  CHECK_THAT(odd.check(CheckId::HalfBlocks)->detail, Catch::Contains("no block_n that halves"));
 }
 
 TEST_CASE("fa3-sass: the real mainloops of Algorithm 2 in both orders", "[cpu][sass]") {
@@ -580,6 +599,8 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(names("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp") == ws + " gemm_softmax_overlap");
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2") ==
         ws + " gemm_softmax_overlap tma_multicast");
+  CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal") ==
+        ws + " gemm_softmax_overlap half_blocks");
   CHECK(names("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows") ==
         "no_spills tma_loads wgmma_used wgmma_not_serialized uniform_operands gemm_softmax_overlap");
   CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),

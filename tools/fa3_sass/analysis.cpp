@@ -229,6 +229,33 @@ CheckResult uniform_operands(const KernelReport& k) {
               "__shfl_sync from lane 0)"};
 }
 
+// Config::half_blocks: a block whose upper half is masked for a warpgroup is computed at half
+// width. The kernel must hold both half forms: a QK^T group whose SS HGMMAs are N = block_n/2
+// wide, and a PV group of block_n/32 RS HGMMAs (k-steps of 16 keys). Were the half path never
+// compiled (the predicate folded to false, say), the results would stay right and only the
+// time would tell.
+CheckResult half_blocks(const KernelReport& k) {
+  const CheckId id = CheckId::HalfBlocks;
+  if (!k.traits.block_n || *k.traits.block_n % 32 != 0)
+    return {id, false, "the name gives no block_n that halves into whole k-steps"};
+  const std::string half_shape = "64x" + std::to_string(*k.traits.block_n / 2) + "x16";
+  const size_t half_steps = static_cast<size_t>(*k.traits.block_n / 32);
+  size_t qk = 0, pv = 0;
+  for (const WgmmaGroup& g : k.groups) {
+    bool ss_half = !g.kinds.empty(), rs = !g.kinds.empty();
+    for (const auto& [kind, n] : g.kinds) {
+      ss_half = ss_half && kind.operands == "SS" && kind.shape == half_shape;
+      rs = rs && kind.operands == "RS";
+    }
+    if (ss_half) ++qk;
+    if (rs && g.wgmma == half_steps) ++pv;
+  }
+  const std::string found = plural(qk, "QK^T group") + " of HGMMA." + half_shape + " SS, " +
+                            plural(pv, "PV group") + " of " + std::to_string(half_steps) + " RS HGMMAs";
+  if (qk > 0 && pv > 0) return {id, true, found};
+  return {id, false, found + ": the half-width path of _hb is not in the kernel"};
+}
+
 }  // namespace
 
 bool KernelReport::pass() const {
@@ -265,6 +292,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return tma_multicast(facts);
     case CheckId::UniformOperands:
       return uniform_operands(facts);
+    case CheckId::HalfBlocks:
+      return half_blocks(facts);
   }
   return {id, false, "unknown check"};
 }
@@ -279,6 +308,8 @@ KernelReport analyze_kernel(const SassFunction& function, const KernelTraits& tr
   k.mainloop = find_mainloop(function);
   if (k.mainloop)
     k.mainloop_serialization = measure_serialization(function, k.mainloop->loop.first, k.mainloop->loop.last);
+  if (!function.instructions.empty())
+    k.groups = find_groups(function, 0, function.instructions.size() - 1);
   for (CheckId id : checks_for(traits)) k.checks.push_back(run_check(id, k));
   return k;
 }

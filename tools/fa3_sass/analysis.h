@@ -25,6 +25,7 @@ struct KernelReport {
   Serialization serialization;           // whole function
   Serialization mainloop_serialization;  // the mainloop alone (empty when there is none)
   std::optional<Mainloop> mainloop;
+  std::vector<WgmmaGroup> groups;        // every wgmma group of the function, in order
   std::vector<CheckResult> checks;
 
   bool pass() const;

@@ -28,6 +28,8 @@ const CheckInfo kChecks[] = {
      "GEMM-softmax pipelining: row max / exp2 run while a WGMMA group is in flight"},
     {CheckId::TmaMulticast, "tma_multicast",
      "2-CTA cluster: K/V loaded by TMA multicast, no GPU-scope MEMBAR in the mainloop"},
+    {CheckId::HalfBlocks, "half_blocks",
+     "half-width blocks: a QK^T group of N = block_n/2 and a PV group of block_n/32 k-steps"},
 };
 
 const CheckInfo& info(CheckId id) {
@@ -186,6 +188,7 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
       {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && t.b2_order},
       {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && (t.overlap || t.three_stage) && !t.b2_order},
       {CheckId::TmaMulticast, t.cluster},
+      {CheckId::HalfBlocks, t.matrix_kernel && t.half_blocks},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)

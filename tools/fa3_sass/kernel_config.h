@@ -23,6 +23,7 @@ enum class CheckId {
   TwoStagePipeline,    // _b2 kernels: the paper's Appendix B.2 SASS pattern
   GemmSoftmaxOverlap,  // other pipelined kernels: softmax math runs under an in-flight GEMM
   TmaMulticast,        // cluster kernels: multicast loads, no GPU-scope fence in the mainloop
+  HalfBlocks,          // _hb kernels: half-width QK^T and PV groups are compiled in
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
