@@ -587,7 +587,8 @@ struct ConsumerMainloop {
     if (Mask) apply_mask<Tr>(s_part<Half>(s), p, thread_in_wg, first_row, n_block * Tr::kBlockN);
     softmax.update(s_part<Half>(s), p.scale_log2, rescale);
   }
-  // Line 16 (and 6): P~ in fp32 to the A operands of the PV GEMM (Half: and the rest 0).
+  // P~ in fp32 to the A operands of the PV GEMM, in every loop form (Half: the first half
+  // of the block's, and the rest 0).
   template <bool Half = false>
   __device__ __forceinline__ static void to_p_frag(float (&s)[Tr::kBlockN / 2],
                                                    uint32_t (&p_frag)[Tr::kBlockN / 16][4]) {
@@ -653,7 +654,7 @@ struct ConsumerMainloop {
     softmax_block<Mask>(s, n_block, rescale);  // lines 18-19
     rescale_o(o, rescale);
     uint32_t p_frag[Tr::kBlockN / 16][4];
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s, p_frag);
+    to_p_frag(s, p_frag);
     sm.v_pipe.consumer_wait(st);  // line 20
     issue_pv(o, p_frag, st);      // line 21
     ptx::wgmma_wait_group<0>();
@@ -910,7 +911,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void b2_step(float (&o)[Tr::kHeadDim / 2], int n_block_done,
                                           Pipelined& x, const TurnScheduler<Tr>& turns) {
     softmax_block<Mask>(x.s, n_block_done, x.rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    to_p_frag(x.s, x.p_frag);
     sm.k_pipe.consumer_wait(x.k_st);
     sm.v_pipe.consumer_wait(x.v_st);
     turns.begin();
@@ -943,7 +944,7 @@ struct ConsumerMainloop {
     release_q();
     if (n_masked == n_blocks) softmax_block<true>(x.s, 0, x.rescale);
     else softmax_block<false>(x.s, 0, x.rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, x.p_frag);
+    to_p_frag(x.s, x.p_frag);
     rescale_o(o, x.rescale);
     last_pv(o, x.p_frag, x.v_st, turns);
     next_stage = x.k_st;
@@ -983,7 +984,7 @@ struct ConsumerMainloop {
     tile::pin_registers(x.s);
     release_k(x.k_st);
     softmax_block<Mask>(x.s, n_block, x.rescale);  // under PV_{j-1}
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s, p_next);
+    to_p_frag(x.s, p_next);
     x.pv_in_flight = true;
     x.v_old = x.v_cur;
     x.v_cur = x.k_st;
@@ -1095,7 +1096,7 @@ struct ConsumerMainloop {
     issue_pv(o, p_cur, x.v_st);              // line 12: O += P_{j-1} V_{j-1}, not waited for
     turns.end();
     softmax_block<Mask>(s_cur, n_blocks - 1 - it, x.rescale);  // line 13, under both GEMMs
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(s_cur, p_next);
+    to_p_frag(s_cur, p_next);
     ptx::wgmma_wait_group<0>();  // line 14
     tile::pin_registers(o);
     if (HasNext) {
@@ -1125,7 +1126,7 @@ struct ConsumerMainloop {
     }
     if (masked_iterations(n_blocks) > 0) softmax_block<true>(x.s_a, n_blocks - 1, x.rescale);
     else softmax_block<false>(x.s_a, n_blocks - 1, x.rescale);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockN>(x.s_a, x.p_a);
+    to_p_frag(x.s_a, x.p_a);
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(x.s_b);
     if (second) {
