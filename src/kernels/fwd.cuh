@@ -632,9 +632,11 @@ struct ConsumerMainloop {
   // Persistent: once every QK^T GEMM of the tile has completed, Q_i may be overwritten by the
   // next tile's Q while the last PV GEMM and the epilogue run. (With O over Q the epilogue
   // releases it instead, once O's store has read it.)
+  // Every thread arrives, after its own read of the buffer's tile slot: a lane-0 arrival
+  // orders only lane 0's read before the producer's next write of the slot (racecheck
+  // reported the other lanes' reads against it).
   __device__ __forceinline__ void release_q() const {
-    if constexpr (Tr::kPersistent && !Tr::kOOverQ)
-      if (lane == 0) ptx::mbarrier_arrive(sm.q_empty);
+    if constexpr (Tr::kPersistent && !Tr::kOOverQ) ptx::mbarrier_arrive(sm.q_empty);
   }
 
   // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
@@ -1346,7 +1348,8 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   if (threadIdx.x == 0) {
     for (int b = 0; b < Tr::kQBuffers; ++b) {
       ptx::mbarrier_init(sm.q_full_bar(b), 1);
-      ptx::mbarrier_init(sm.q_empty_bar(b), 4 * Tr::kConsumers);  // one arrival per consumer warp
+      // O over Q: one arrival per consumer warp (fwd_epilogue); else every consumer thread's.
+      ptx::mbarrier_init(sm.q_empty_bar(b), (Tr::kOOverQ ? 4 : 128) * Tr::kConsumers);
       if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.tile_ready_bar(b), 1);
     }
     if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.draw_go, 1);

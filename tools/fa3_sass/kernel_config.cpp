@@ -217,7 +217,6 @@ std::string describe(const KernelTraits& t) {
   if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.q_warp) s += ", Q warp";
   if (t.half_blocks) s += ", half-width masked blocks";
-  if (t.half_blocks) s += ", half-width masked blocks";
   if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {
