@@ -9,12 +9,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
 
 #include "fa3/fa3.h"
 #include "gpu_env.h"
+#include "runtime/kernel_registry.h"
 #include "support/half.h"
 #include "support/reference.h"
 
@@ -290,6 +292,13 @@ const Shape kShapes[] = {
 // The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
 // the kernels whose names contain one of the substrings (a first, short check of new
 // kernels); the run then says so, and is not the whole test.
+// A compiled kernel's config, read from its name as the library reads it.
+fa3::FwdConfig config_of(const std::string& name) {
+  const std::optional<fa3::FwdConfig> config = fa3::parse_fwd_kernel_name(name);
+  REQUIRE(config);
+  return *config;
+}
+
 std::vector<std::string> forward_kernels_to_test() {
   std::vector<std::string> only;
   if (const char* env = std::getenv("FA3_TEST_KERNELS"); env && *env) {
@@ -357,10 +366,11 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
   uint64_t seed = 77;
   for (const std::string& name : forward_kernels_to_test()) {
     for (const KernelShape& shape : shapes) {
+      const fa3::FwdConfig config = config_of(name);
       Case c;
-      c.bf16 = name.find("_bf16_") != std::string::npos;
-      c.head_dim = std::stoi(name.substr(name.find("_d") + 2));
-      c.causal = name.find("_causal") != std::string::npos;
+      c.bf16 = config.dtype == fa3::DType::BF16;
+      c.head_dim = config.head_dim;
+      c.causal = config.causal;
       c.batch = shape.batch; c.seqlen_q = shape.seqlen_q; c.seqlen_k = shape.seqlen_k;
       c.heads = shape.heads; c.heads_kv = shape.heads_kv;
       INFO(name << ": " << c.describe());
@@ -379,11 +389,11 @@ TEST_CASE("causal persistent kernels walk their L2 groups, the last one short",
   Runner runner;
   uint64_t seed = 4242;
   for (const std::string& name : forward_kernels_to_test()) {
-    if (name.find("_ps") == std::string::npos || name.find("_causal") == std::string::npos)
-      continue;
+    const fa3::FwdConfig config = config_of(name);
+    if (!config.persistent || !config.causal) continue;
     Case c;
-    c.bf16 = name.find("_bf16_") != std::string::npos;
-    c.head_dim = std::stoi(name.substr(name.find("_d") + 2));
+    c.bf16 = config.dtype == fa3::DType::BF16;
+    c.head_dim = config.head_dim;
     c.causal = true;
     c.batch = 3; c.heads = 6; c.heads_kv = 2;
     c.seqlen_q = 200;
