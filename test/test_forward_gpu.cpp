@@ -289,9 +289,6 @@ const Shape kShapes[] = {
     {1, 4097, 4097, 8, 1, Layout::Contiguous},   // long, MQA (GQA 8)
 };
 
-// The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
-// the kernels whose names contain one of the substrings (a first, short check of new
-// kernels); the run then says so, and is not the whole test.
 // A compiled kernel's config, read from its name as the library reads it.
 fa3::FwdConfig config_of(const std::string& name) {
   const std::optional<fa3::FwdConfig> config = fa3::parse_fwd_kernel_name(name);
@@ -299,6 +296,9 @@ fa3::FwdConfig config_of(const std::string& name) {
   return *config;
 }
 
+// The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
+// the kernels whose names contain one of the substrings (a first, short check of new
+// kernels); the run then says so, and is not the whole test.
 std::vector<std::string> forward_kernels_to_test() {
   std::vector<std::string> only;
   if (const char* env = std::getenv("FA3_TEST_KERNELS"); env && *env) {

@@ -104,7 +104,7 @@ template <class Tr>
 struct FwdSmem {
   uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
   uint32_t q_full;      // mbarrier per Q buffer: Q_i landed
-  uint32_t q_empty;     // mbarrier per Q buffer (persistent): every consumer warp is done with Q_i
+  uint32_t q_empty;     // mbarrier per Q buffer (persistent): the consumers are done with Q_i
   uint32_t tile_slot;   // u32 per Q buffer (dynamic scheduler): the tile its Q_i belongs to,
                         // set with q_full (q_warp: with tile_ready)
   uint32_t tile_ready;  // mbarrier per Q buffer (q_warp, dynamic): the Q warp published the
