@@ -48,6 +48,7 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_CONDITIONAL_RESCALE=$(if $(filter cr,$(call fwd_words,$(1))),true,false) \
             -DFA3_ASCENDING=$(if $(filter as,$(call fwd_words,$(1))),true,false) \
             -DFA3_HALF_BLOCKS=$(if $(filter hb,$(call fwd_words,$(1))),true,false) \
+            -DFA3_ROW_SUM_MMA=$(if $(filter ls,$(call fwd_words,$(1))),true,false) \
             -DFA3_CROSS_TILE=$(if $(filter xt,$(call fwd_words,$(1))),true,false) \
             -DFA3_Q_WARP=$(if $(filter qw,$(call fwd_words,$(1))),true,false) \
             -DFA3_EXP_AFTER_PV_WAIT=$(if $(filter ew,$(call fwd_words,$(1))),true,false) \

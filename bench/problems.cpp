@@ -105,8 +105,8 @@ std::string kernel_variant(const std::string& kernel_name) {
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
        persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
-       ascending = false, half_blocks = false, cross_tile = false, q_warp = false, cluster = false,
-       no_warp_specialization = false;
+       ascending = false, half_blocks = false, row_sum_mma = false, cross_tile = false,
+       q_warp = false, cluster = false, no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -123,6 +123,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "as") ascending = true;
     else if (t == "xt") cross_tile = true;
     else if (t == "hb") half_blocks = true;
+    else if (t == "ls") row_sum_mma = true;
     else if (t == "qw") q_warp = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
@@ -137,6 +138,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
   if (half_blocks) s += " + half-width GEMMs where half a block is masked";
+  if (row_sum_mma) s += " + softmax row sums by the PV GEMM";
   if (pingpong) s += " + pingpong scheduling";
   if (persistent) s += " + persistent grid";
   if (cross_tile) s += ", tiles pipelined into each other";

@@ -104,6 +104,22 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_hb_pp_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_hb_causal"));
 
+  // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
+  const auto ls =
+      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
+  REQUIRE(ls);
+  CHECK(ls->row_sum_mma);
+  CHECK(ls->conditional_rescale);
+  CHECK(fa3::fwd_kernel_name(*ls) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
+  CHECK_FALSE(qw->row_sum_mma);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_cr_pp"));
+  const auto ls_layout = fa3::FwdSmemLayout::of(*ls);
+  CHECK(ls_layout.v_stage_bytes == ls_layout.kv_stage_bytes + 128 * 128);
+  CHECK(ls_layout.total_bytes <= fa3::kFwdSmemLimit);
+  CHECK(fa3::FwdSmemLayout::of(*qw).v_stage_bytes == fa3::FwdSmemLayout::of(*qw).kv_stage_bytes);
+  // N = 256 + 8 is no wgmma.
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_ls_pp"));
+
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
   CHECK_FALSE(nows->warp_specialized);

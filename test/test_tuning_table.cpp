@@ -332,7 +332,8 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
                                "block_n, stages, consumer_warpgroups, producer_regs, "
                                "consumer_regs, overlap, double_p, pingpong, persistent, three_stage, "
                                "b2_order, conditional_rescale, cluster_m, exp_after_pv_wait, "
-                               "ascending, cross_tile, q_warp, half_blocks, warp_specialized, causal)");
+                               "ascending, cross_tile, q_warp, half_blocks, row_sum_mma, warp_specialized, "
+                               "causal)");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -520,5 +521,6 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
         "\"pingpong\":true,\"persistent\":false,\"three_stage\":false,"
         "\"b2_order\":false,\"conditional_rescale\":false,\"cluster_m\":1,"
         "\"exp_after_pv_wait\":false,\"ascending\":false,\"cross_tile\":false,"
-        "\"q_warp\":false,\"half_blocks\":false,\"warp_specialized\":true,\"causal\":true}");
+        "\"q_warp\":false,\"half_blocks\":false,\"row_sum_mma\":false,"
+        "\"warp_specialized\":true,\"causal\":true}");
 }

@@ -9,8 +9,9 @@ is the single source of those lines; the output is committed so a build needs no
 usage: tools/gen_wgmma.py > ptx/wgmma_mma.cuh
 """
 
-# N values (accumulator columns). SS GEMMs use the key block size (Bc), RS GEMMs the head dim.
-N_VALUES = [64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
+# N values (accumulator columns). SS GEMMs use the key block size (Bc), RS GEMMs the head dim
+# (+ 8 with Config::row_sum_mma).
+N_VALUES = [64, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
 TYPES = [("F16", "f16"), ("BF16", "bf16")]
 
 HEADER = """\

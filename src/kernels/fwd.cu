@@ -40,6 +40,7 @@ struct ThisConfig {
     c.q_warp = FA3_Q_WARP;
     c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
     c.half_blocks = FA3_HALF_BLOCKS;
+    c.row_sum_mma = FA3_ROW_SUM_MMA;
     return c;
   }();
 };

@@ -70,6 +70,10 @@ struct FwdTraits {
   static constexpr bool kQWarp = kCfg.q_warp;
   static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
   static constexpr bool kHalfBlocks = kCfg.half_blocks;
+  static constexpr bool kRowSumMma = kCfg.row_sum_mma;
+  // A consumer thread's O accumulators: its part of the 64 x head_dim O, then (row_sum_mma)
+  // of the PV GEMM's 8 columns of row sums.
+  static constexpr int kOAcc = kHeadDim / 2 + (kRowSumMma ? 4 : 0);
   // Causal persistent kernels hand tiles out through a global counter (longest first).
   static constexpr bool kDynamic = kCfg.persistent && kCfg.causal;
   // Config::q_warp with the dynamic scheduler: the Q warp draws a CTA's next tile once the
@@ -129,7 +133,7 @@ struct FwdSmem {
     draw_go = tile_ready + 8 * kQ;
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
-  __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::KVTile::kBytes; }
+  __device__ __forceinline__ uint32_t v_stage(uint32_t s) const { return v + s * Tr::kSmem.v_stage_bytes; }
   // The CTA's k-th tile uses Q buffer k % kQBuffers, for the (k / kQBuffers)-th time: the
   // parity its barriers are waited with. O is staged over that buffer or in its own tile.
   __device__ __forceinline__ static int q_index(int k) { return k % Tr::kQBuffers; }
@@ -525,7 +529,7 @@ struct ConsumerMainloop {
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile (of the tile's Q buffer)
-  tile::OnlineSoftmax<Tr::kConditionalRescale> softmax;
+  tile::OnlineSoftmax<Tr::kConditionalRescale, Tr::kRowSumMma> softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};
@@ -572,11 +576,11 @@ struct ConsumerMainloop {
   }
   // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
   template <bool Half = false>
-  __device__ __forceinline__ void issue_pv(float (&o)[Tr::kHeadDim / 2],
+  __device__ __forceinline__ void issue_pv(float (&o)[Tr::kOAcc],
                                            uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                            const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>>(
-        o, p_frag, sm.v_stage(st.index));
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>,
+                     Tr::kRowSumMma ? 8 : 0>(o, p_frag, sm.v_stage(st.index));
   }
   // Lines 18-19: for key block n_block, masks the scores (Mask: the block straddles the causal
   // diagonal or seqlen_k), turns them into P~ in place, and returns the factor O must be
@@ -607,7 +611,7 @@ struct ConsumerMainloop {
     const int unmasked_blocks = visible > 0 ? visible / Tr::kBlockN : 0;
     return n_blocks - min(n_blocks, unmasked_blocks);
   }
-  __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kHeadDim / 2],
+  __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kOAcc],
                                                    const float (&rescale)[2]) {
     // Config::conditional_rescale: the softmax keeps a row's max until it grows by more than
     // tile::kLazyMaxSlack, and the factor is exactly 1 until then, so a warp none of whose
@@ -615,7 +619,15 @@ struct ConsumerMainloop {
     if constexpr (Tr::kConditionalRescale)
       if (!__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
-    for (int e = 0; e < Tr::kHeadDim / 2; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
+    for (int e = 0; e < Tr::kOAcc; ++e) o[e] *= rescale[tile::AccLayout::half(e)];  // l too
+  }
+  // Config::row_sum_mma: lines 24-25's factors from the rows' max and the sums the PV GEMM
+  // left in O's last accumulators (every one of their columns holds its row's l).
+  __device__ __forceinline__ static void finalize_from_o(const float (&row_max)[2],
+                                                         const float (&o)[Tr::kOAcc],
+                                                         float (&inv_sum)[2], float (&lse)[2]) {
+    const float l[2] = {o[Tr::kHeadDim / 2], o[Tr::kHeadDim / 2 + 2]};
+    tile::row_factors(row_max, l, inv_sum, lse);
   }
   // One lane per warp hands a stage back, once the warp's wgmma reading it has completed.
   // Without warp specialization the loading thread then refills it (waiting for the others).
@@ -641,7 +653,7 @@ struct ConsumerMainloop {
 
   // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
   template <bool Mask>
-  __device__ __forceinline__ void sequential_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+  __device__ __forceinline__ void sequential_step(float (&o)[Tr::kOAcc], int n_block,
                                                   tile::PipelineState<Tr::kStages>& st,
                                                   const TurnScheduler<Tr>& turns) {
     float s[Tr::kBlockN / 2];
@@ -664,7 +676,7 @@ struct ConsumerMainloop {
     release_v(st);  // line 22
     st.advance();
   }
-  __device__ __forceinline__ void run_sequential(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void run_sequential(float (&o)[Tr::kOAcc], int n_blocks,
                                                  const TurnScheduler<Tr>& turns) {
     static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     tile::PipelineState<Tr::kStages> st = next_stage;
@@ -704,7 +716,7 @@ struct ConsumerMainloop {
   }
   // The pipelined loops' close: O += P V of the last block, in a turn of its own, waited for.
   // (half: the block is half-width, Config::half_blocks.)
-  __device__ __forceinline__ void last_pv(float (&o)[Tr::kHeadDim / 2],
+  __device__ __forceinline__ void last_pv(float (&o)[Tr::kOAcc],
                                           uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                           const tile::PipelineState<Tr::kStages>& st,
                                           const TurnScheduler<Tr>& turns, bool half = false) {
@@ -758,7 +770,7 @@ struct ConsumerMainloop {
   // PV GEMM (lines 13-14); after_pv() runs once O is complete, before P_next is converted.
   // QkHalf, PvHalf (Config::half_blocks): S_next's block, P_cur's block is half-width.
   template <bool QkHalf = false, bool PvHalf = false, class SoftmaxAndWait, class AfterPv>
-  __device__ __forceinline__ void step(float (&o)[Tr::kHeadDim / 2], Pipelined& x,
+  __device__ __forceinline__ void step(float (&o)[Tr::kOAcc], Pipelined& x,
                                        const TurnScheduler<Tr>& turns,
                                        SoftmaxAndWait&& softmax_and_wait, AfterPv&& after_pv) {
     // Without warp specialization ptxas keeps the stages per thread (see three_stage_step).
@@ -787,7 +799,7 @@ struct ConsumerMainloop {
   // Lines 8-16 for key block n_block. Config::half_blocks: a masked block may be half-width,
   // and so may the block before it in visiting order (PvMayBeHalf), whose PV this step issues.
   template <bool Mask, bool PvMayBeHalf = Mask>
-  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kOAcc], int n_block,
                                                  Pipelined& x, const TurnScheduler<Tr>& turns) {
     // A half block's P is zero past its first half (to_p_frag), so a full-width PV of it is
     // exact: masked steps, rare in the loop, get arms for their QK^T only (fewer copies of
@@ -805,7 +817,7 @@ struct ConsumerMainloop {
     }
   }
   template <bool Mask, bool QkHalf, bool PvHalf>
-  __device__ __forceinline__ void pipelined_step_as(float (&o)[Tr::kHeadDim / 2], int n_block,
+  __device__ __forceinline__ void pipelined_step_as(float (&o)[Tr::kOAcc], int n_block,
                                                     Pipelined& x, const TurnScheduler<Tr>& turns) {
     static_assert(Mask || !QkHalf, "only a masked block is half-width");
     step<QkHalf, PvHalf>(o, x, turns, [&] {
@@ -845,7 +857,7 @@ struct ConsumerMainloop {
     x.k_st.advance();
   }
   // Lines 7-17: the steps after open_tile. Leaves the last block's PV to the caller.
-  __device__ __forceinline__ void pipelined_steps(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void pipelined_steps(float (&o)[Tr::kOAcc], int n_blocks,
                                                   int n_masked, Pipelined& x,
                                                   const TurnScheduler<Tr>& turns) {
     int it = 1;  // line 7
@@ -862,7 +874,7 @@ struct ConsumerMainloop {
     }
   }
 
-  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kOAcc], int n_blocks,
                                                 const TurnScheduler<Tr>& turns) {
     Pipelined x;
     x.k_st = next_stage;
@@ -881,7 +893,7 @@ struct ConsumerMainloop {
   // the PV, then `epilogue` finishes the previous tile's O once the PV is done (and leaves
   // O zeroed for the next tile).
   template <class Epilogue>
-  __device__ __forceinline__ void boundary_step(float (&o)[Tr::kHeadDim / 2], int next_n_blocks,
+  __device__ __forceinline__ void boundary_step(float (&o)[Tr::kOAcc], int next_n_blocks,
                                                 int next_n_masked, Pipelined& x,
                                                 const TurnScheduler<Tr>& turns,
                                                 Epilogue&& epilogue) {
@@ -910,7 +922,7 @@ struct ConsumerMainloop {
   // 1-5% slower than run_pipelined on an H100 (bench/NOTES.md v6): the row max no longer
   // runs under the PV GEMM, and the rescale holds the pingpong turn longer.
   template <bool Mask>
-  __device__ __forceinline__ void b2_step(float (&o)[Tr::kHeadDim / 2], int n_block_done,
+  __device__ __forceinline__ void b2_step(float (&o)[Tr::kOAcc], int n_block_done,
                                           Pipelined& x, const TurnScheduler<Tr>& turns) {
     softmax_block<Mask>(x.s, n_block_done, x.rescale);
     to_p_frag(x.s, x.p_frag);
@@ -929,7 +941,7 @@ struct ConsumerMainloop {
     x.v_st = x.k_st;
     x.k_st.advance();
   }
-  __device__ __forceinline__ void run_b2_order(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void run_b2_order(float (&o)[Tr::kOAcc], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
     static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     Pipelined x;
@@ -969,7 +981,7 @@ struct ConsumerMainloop {
   };
 
   template <bool Mask>
-  __device__ __forceinline__ void double_p_step(float (&o)[Tr::kHeadDim / 2], int n_block,
+  __device__ __forceinline__ void double_p_step(float (&o)[Tr::kOAcc], int n_block,
                                                 DoubleP& x, PFrag& p_cur, PFrag& p_next,
                                                 const TurnScheduler<Tr>& turns) {
     sm.k_pipe.consumer_wait(x.k_st);
@@ -994,7 +1006,7 @@ struct ConsumerMainloop {
   }
 
   // The last PV, with P_last in p_last.
-  __device__ __forceinline__ void double_p_finish(float (&o)[Tr::kHeadDim / 2], DoubleP& x,
+  __device__ __forceinline__ void double_p_finish(float (&o)[Tr::kOAcc], DoubleP& x,
                                                   PFrag& p_last,
                                                   const TurnScheduler<Tr>& turns) {
     release_q();
@@ -1045,7 +1057,7 @@ struct ConsumerMainloop {
     else return first;
   }
 
-  __device__ __forceinline__ void run_double_p(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void run_double_p(float (&o)[Tr::kOAcc], int n_blocks,
                                                const TurnScheduler<Tr>& turns) {
     static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     DoubleP x;
@@ -1078,7 +1090,7 @@ struct ConsumerMainloop {
 
   // HasNext: a compile-time choice, as a conditional wgmma makes ptxas serialize them all.
   template <bool Mask, bool HasNext>
-  __device__ __forceinline__ void three_stage_step(float (&o)[Tr::kHeadDim / 2], int it,
+  __device__ __forceinline__ void three_stage_step(float (&o)[Tr::kOAcc], int it,
                                                    int n_blocks, ThreeStage& x,
                                                    float (&s_cur)[Tr::kBlockN / 2],
                                                    float (&s_next)[Tr::kBlockN / 2],
@@ -1110,7 +1122,7 @@ struct ConsumerMainloop {
     x.v_st.advance();
   }
 
-  __device__ __forceinline__ void run_three_stage(float (&o)[Tr::kHeadDim / 2], int n_blocks,
+  __device__ __forceinline__ void run_three_stage(float (&o)[Tr::kOAcc], int n_blocks,
                                                   const TurnScheduler<Tr>& turns) {
     static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
     ThreeStage x;
@@ -1192,7 +1204,7 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
                                              const FwdWork<Tr>& w, int wg, int k, int first_row,
                                              int thread_in_wg, const float (&inv_sum)[2],
                                              const float (&lse)[2],
-                                             float (&o)[Tr::kHeadDim / 2]) {
+                                             float (&o)[Tr::kOAcc]) {
   const int lane = thread_in_wg % 32;
   const uint32_t o_rows = sm.o_buffer(k) + Tr::warpgroup_rows_offset(wg);
 #pragma unroll
@@ -1258,7 +1270,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
   if (tile >= p.num_tiles) return;
   FwdWork<Tr> w(p, tile);
   int n_masked = enter_tile(k, w);
-  float o[Tr::kHeadDim / 2];
+  float o[Tr::kOAcc];
   tile::fill(o, 0.0f);
   typename Loop::Pipelined x;
   x.k_st = loop.next_stage;
@@ -1268,8 +1280,10 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     x.v_st = warp_uniform(x.v_st);
     if (w.n_blocks > 0) loop.pipelined_steps(o, w.n_blocks, n_masked, x, turns);
     // Every QK^T of tile k is done; its last PV (if it has keys) is still to go out.
-    float inv_sum[2], lse[2];
-    loop.softmax.finalize(inv_sum, lse);
+    // Row sums in O (row_sum_mma): 1/l and the LSE wait for the tile's last PV; keep m.
+    float inv_sum[2], lse[2], row_max[2];
+    if constexpr (Tr::kRowSumMma) loop.softmax.copy_max(row_max);
+    else loop.softmax.finalize(inv_sum, lse);
     const int first_row = loop.first_row;
     const int next_tile = consumer_tile_at<Tr>(p, sm, k + 1);
     const bool more = next_tile < p.num_tiles;
@@ -1280,11 +1294,13 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     }
     if (more && w.n_blocks > 0 && next.n_blocks > 0) {
       loop.boundary_step(o, next.n_blocks, n_masked, x, turns, [&] {
+        if constexpr (Tr::kRowSumMma) Loop::finalize_from_o(row_max, o, inv_sum, lse);
         fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
         tile::fill(o, 0.0f);
       });
     } else {
       if (w.n_blocks > 0) loop.last_pv(o, x.p_frag, x.v_st, turns, x.p_half);
+      if constexpr (Tr::kRowSumMma) Loop::finalize_from_o(row_max, o, inv_sum, lse);
       fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
       if (!more) break;
       tile::fill(o, 0.0f);
@@ -1314,7 +1330,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
         if (loop.is_loader) loop.loader.start(p, sm, w);
       loop.first_row = w.first_row(wg);
       // Line 13.
-      float o[Tr::kHeadDim / 2];
+      float o[Tr::kOAcc];
       tile::fill(o, 0.0f);
       loop.softmax.init();
       if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));  // line 14
@@ -1328,7 +1344,13 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
         loop.release_q();
       }
       float inv_sum[2], lse[2];
-      loop.softmax.finalize(inv_sum, lse);
+      if constexpr (Tr::kRowSumMma) {
+        float row_max[2];
+        loop.softmax.copy_max(row_max);
+        ConsumerMainloop<Tr>::finalize_from_o(row_max, o, inv_sum, lse);
+      } else {
+        loop.softmax.finalize(inv_sum, lse);
+      }
       fwd_epilogue<Tr>(p, sm, w, wg, k, loop.first_row, thread_in_wg, inv_sum, lse, o);
     });
   }
@@ -1356,6 +1378,15 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     sm.k_pipe.init(4 * Tr::kConsumers);
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
+  }
+  if constexpr (Tr::kRowSumMma) {
+    // Every V stage's chunk after its head_dim columns: 16-bit ones (the PV GEMM's 8 extra
+    // columns read the first 8 of them), written before the barrier below, read by wgmma.
+    constexpr uint32_t kOnePair = Tr::kIsBF16 ? 0x3f803f80u : 0x3c003c00u;
+    for (int st = 0; st < Tr::kStages; ++st)
+      for (uint32_t i = threadIdx.x; i < Tr::KVTile::kChunkBytes / 4; i += blockDim.x)
+        ptx::st_shared_u32(sm.v_stage(st) + Tr::KVTile::kBytes + 4 * i, kOnePair);
+    ptx::fence_proxy_async_shared();
   }
   // In a cluster, the other CTAs' loads and releases reach this CTA's barriers: all must be
   // initialized first.

@@ -88,6 +88,14 @@ struct FwdConfig {
   // half width, and its PV too where the step that issues it is unmasked. Measured +0.7-1.5%
   // for d128 persistent causal at 512-2k, nothing for the cross-tile one (bench/NOTES.md v13).
   bool half_blocks = false;
+  // The softmax row sums l by the tensor cores: every V stage carries a 128-byte column chunk
+  // of ones after its head_dim columns, and the PV GEMM is N = head_dim + 8 wide, so its 8
+  // extra columns (4 more accumulators per thread after O) each get P's row sums, instead of
+  // block_n/2 FADDs per thread and key block (the loop is issue-bound). l then sums P as the
+  // GEMM reads it, rounded to 16 bits, like O. Costs a chunk (block_n x 128 bytes) of shared
+  // memory per V stage and 1/16 more PV work: +1-2% at d128 non-causal, +0.2% causal
+  // (bench/NOTES.md v14). Eight separate m64n8k16 wgmmas instead cost 5-9%.
+  bool row_sum_mma = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -114,7 +122,7 @@ struct FwdSmemLayout {
   uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or (persistent, where it
                                          // fits) its own tile
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
-  uint32_t v_offset;
+  uint32_t v_offset, v_stage_bytes;      // row_sum_mma: a V stage + one chunk of ones
   uint32_t barrier_offset;               // mbarriers: q_full[q_buffers], q_empty[q_buffers],
                                          // k_full[s], k_empty[s], v_full[s], v_empty[s]; then
                                          // the index of the tile in each Q buffer;
@@ -129,7 +137,8 @@ struct FwdSmemLayout {
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = l.q_offset + l.q_bytes * l.q_buffers;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
-    const uint32_t kv_end = l.v_offset + l.kv_stage_bytes * c.stages;
+    l.v_stage_bytes = l.kv_stage_bytes + (c.row_sum_mma ? static_cast<uint32_t>(c.block_n * 128) : 0u);
+    const uint32_t kv_end = l.v_offset + l.v_stage_bytes * c.stages;
     // q_warp adds a tile_ready barrier per Q buffer and draw_go (fwd.cuh, FwdSmem).
     const uint32_t barrier_bytes =
         8u * (2 * l.q_buffers + 4 * c.stages) + 8u + (c.q_warp ? 8u * l.q_buffers + 8u : 0u);
@@ -171,6 +180,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.q_warp || c.cross_tile) &&
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
+         (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

@@ -26,6 +26,8 @@
 #        d128 _pp_ps causal at 512-2k, +-0.2% for d128 _xt_qw causal; d64 m128 s2 _xt_qw
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
 #        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13)
+#   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
+#        V stage) instead of FADDs: d128 non-causal +1-2%, causal +0.2%, d64 none (NOTES v14)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1); the d256 `_cr`
 #        kernels without it are the public FA3's choice at d256 (its softmax is a quarter of
 #        the GEMM time there, not half): +-1% non-causal, +2.5-4% causal n80 at 2k-8k
@@ -111,6 +113,8 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw d128_m128_n176_s2_w2_ov_cr_pp_ps \
   d128_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_causal \
   d128_m128_n128_s2_w2_ov_hb_pp_ps_causal \
-  d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_causal
+  d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

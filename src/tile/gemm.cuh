@@ -27,8 +27,10 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
 
 // acc (64 x N) += A (64 x K) * B, with A in registers (K/16 fragments) and B the first K rows
 // of tile BTile (rows x N columns, N contiguous: MN-major) in shared memory (O += P V).
-template <ptx::MmaType T, int N, class BTile, int K = BTile::kRows>
-__device__ __forceinline__ void gemm_rs_ab(float (&acc)[N / 2],
+// OnesCols: the product is that many columns wider, read from the 128-byte column chunk that
+// follows the tile; filled with ones, they get A's row sums (Config::row_sum_mma).
+template <ptx::MmaType T, int N, class BTile, int K = BTile::kRows, int OnesCols = 0>
+__device__ __forceinline__ void gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
                                            uint32_t (&a)[BTile::kRows / 16][4],
                                            uint32_t b_base) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
@@ -41,7 +43,7 @@ __device__ __forceinline__ void gemm_rs_ab(float (&acc)[N / 2],
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
-    ptx::Wgmma<T, N>::template rs<1>(acc, a[kk], BTile::mnmajor_desc(b_base, kk), 1u);
+    ptx::Wgmma<T, N + OnesCols>::template rs<1>(acc, a[kk], BTile::mnmajor_desc(b_base, kk), 1u);
   ptx::wgmma_commit_group();
 }
 

@@ -29,7 +29,20 @@ constexpr float kLazyMaxSlack = 8.0f;
 // keeps its max until a block's max exceeds it by more than kLazyMaxSlack, so after the
 // first blocks the rescale factor is exactly 1 almost always and the caller may skip the
 // O rescale. Exact either way: P~, l and O all use the max actually kept.
-template <bool LazyMax>
+// Epilogue (Algorithm 1 line 24) from a row's max m and sum l: see OnlineSoftmax::finalize.
+__device__ __forceinline__ void row_factors(const float (&m)[2], const float (&l)[2],
+                                            float (&inv_sum)[2], float (&lse)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool empty = !(l[h] > 0.0f);
+    inv_sum[h] = empty ? 0.0f : 1.0f / l[h];
+    lse[h] = empty ? -INFINITY : (m[h] + log2f(l[h])) * 0.69314718055994531f;
+  }
+}
+
+// SumByMma: the caller sums P~ itself (Config::row_sum_mma: the PV GEMM does) and rescales
+// that sum with O; row_sum stays 0 and finalize is not used.
+template <bool LazyMax, bool SumByMma = false>
 struct OnlineSoftmax {
   float row_max[2];  // m_i: running max of scale * log2(e) * S (same in all 4 lanes of a quad)
   float row_sum[2];  // l_i: this lane's part of the running sum, reduced over the quad at the end
@@ -82,10 +95,18 @@ struct OnlineSoftmax {
     for (int e = 0; e < N; ++e) {
       const int h = AccLayout::half(e);
       s[e] = ptx::ex2_approx(fmaf(s[e], scale_log2, -base[h]));
-      block_sum[h][e % 2] += s[e];
+      if constexpr (!SumByMma) block_sum[h][e % 2] += s[e];
     }
+    if constexpr (!SumByMma) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
+      for (int h = 0; h < 2; ++h)
+        row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
+    }
+  }
+  // SumByMma: the rows' maxima, for the caller's epilogue factors (row_factors).
+  __device__ __forceinline__ void copy_max(float (&m)[2]) const {
+    m[0] = row_max[0];
+    m[1] = row_max[1];
   }
 
   // Epilogue (Algorithm 1 line 24): per row, 1 / l (0 for a row that attended nothing) and

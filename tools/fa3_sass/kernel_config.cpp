@@ -94,6 +94,7 @@ const FlagToken kFlags[] = {
     {"ew", &KernelTraits::exp_after_pv_wait},
     {"as", &KernelTraits::ascending},
     {"hb", &KernelTraits::half_blocks},
+    {"ls", &KernelTraits::row_sum_mma},
     {"pp", &KernelTraits::pingpong},
     {"ps", &KernelTraits::persistent},
     {"xt", &KernelTraits::cross_tile},
@@ -217,6 +218,7 @@ std::string describe(const KernelTraits& t) {
   if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.q_warp) s += ", Q warp";
   if (t.half_blocks) s += ", half-width masked blocks";
+  if (t.row_sum_mma) s += ", row sums by the PV GEMM";
   if (t.cluster) s += ", 2-CTA cluster";
   if (t.no_warp_specialization) s += ", no warp specialization";
   if (!t.unknown_tokens.empty()) {
