@@ -93,7 +93,7 @@ struct FwdConfig {
   // extra columns (4 more accumulators per thread after O) each get P's row sums, instead of
   // block_n/2 FADDs per thread and key block (the loop is issue-bound). l then sums P as the
   // GEMM reads it, rounded to 16 bits, like O. Costs a chunk (block_n x 128 bytes) of shared
-  // memory per V stage and 1/16 more PV work: +1-2% at d128 non-causal, +0.2% causal
+  // memory per V stage and 1/16 more PV work: +0.6-1.9% at d128 non-causal, +0.1-0.7% causal
   // (bench/NOTES.md v14). Eight separate m64n8k16 wgmmas instead cost 5-9%.
   bool row_sum_mma = false;
 
