@@ -27,7 +27,8 @@
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
 #        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13)
 #   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
-#        V stage) instead of FADDs: d128 non-causal +1-2%, causal +0.2%, d64 none (NOTES v14)
+#        V stage) instead of FADDs: d128 non-causal +0.6-1.9%, causal +0.1-0.7% (fa3-tune's
+#        margins), d64 none; eight separate m64n8k16 GEMMs were 5-9% slower (NOTES v14)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1); the d256 `_cr`
 #        kernels without it are the public FA3's choice at d256 (its softmax is a quarter of
 #        the GEMM time there, not half): +-1% non-causal, +2.5-4% causal n80 at 2k-8k
