@@ -1344,13 +1344,9 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
         loop.release_q();
       }
       float inv_sum[2], lse[2];
-      if constexpr (Tr::kRowSumMma) {
-        float row_max[2];
-        loop.softmax.copy_max(row_max);
-        ConsumerMainloop<Tr>::finalize_from_o(row_max, o, inv_sum, lse);
-      } else {
-        loop.softmax.finalize(inv_sum, lse);
-      }
+      if constexpr (Tr::kRowSumMma)
+        ConsumerMainloop<Tr>::finalize_from_o(loop.softmax.row_max, o, inv_sum, lse);
+      else loop.softmax.finalize(inv_sum, lse);
       fwd_epilogue<Tr>(p, sm, w, wg, k, loop.first_row, thread_in_wg, inv_sum, lse, o);
     });
   }
