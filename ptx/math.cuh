@@ -12,6 +12,23 @@ __device__ __forceinline__ float ex2_approx(float x) {
   return y;
 }
 
+// log2(x) on the multi-function unit (MUFU.LG2): absolute error about 2^-22; lg2(+0) =
+// -inf. The accurate log2f is a ~40-instruction polynomial with a dependent chain, run
+// once per row and tile in the epilogue: at short sequences that showed up in profiles.
+__device__ __forceinline__ float lg2_approx(float x) {
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 1/x on the multi-function unit (MUFU.RCP), within 1 ulp; the IEEE division adds a
+// Newton step and a branch to a slow path.
+__device__ __forceinline__ float rcp_approx(float x) {
+  float y;
+  asm("rcp.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // Packs two floats into f16x2 / bf16x2 (round to nearest even): `lo` goes to bits 0-15.
 __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
   uint32_t r;

@@ -8,9 +8,10 @@
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
 #       fa3-bench binaries to time each kernel with, in turn (default build/fa3-bench; a
 #       saved binary of the previous build compares a kernel with its former code)
-#   sweep-k: times each non-causal kernel in $SWEEP_CONFIGS at seqlen_q = 8k (paper grid batch
-#       and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a key
-#       block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling)
+#   sweep-k: times each kernel in $SWEEP_CONFIGS at seqlen_q = $SWEEP_Q (default 8k; paper grid
+#       batch and heads) over seqlen_k = $SWEEP_K (default 512..8k): the slope is the cost of a
+#       key block, the intercept the fixed cost of a tile (prologue, epilogue, scheduling); a
+#       causal kernel (bottom-right aligned) gets seqlen_k - seqlen_q unmasked keys more per row
 #   kernels: the test "every compiled forward kernel matches the reference" alone, for the
 #       kernels whose names contain one of $FA3_TEST_KERNELS (e.g. _xt,_as): a first check
 #       of new kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
@@ -101,7 +102,7 @@ for step in "${steps[@]}"; do
     sweep-k)
       run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
-          build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q 8192 --seqlen-k $sk | grep -v "^#"; done; done' ;;
+          build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q ${SWEEP_Q:-8192} --seqlen-k $sk | grep -v "^#"; done; done' ;;
     kernels)
       run_step kernels 150 build/fa3_tests "every compiled forward kernel matches the reference" ;;
     ncu-l2)

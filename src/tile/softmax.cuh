@@ -31,14 +31,16 @@ constexpr float kLazyMaxSlack = 8.0f;
 // O rescale. Exact either way: P~, l and O all use the max actually kept.
 // Epilogue (Algorithm 1 line 24), per row from its max m and sum l: 1 / l (0 for a row that
 // attended nothing) and LSE = ln(sum exp(scale * S)) = (m + log2 l) * ln 2 (-inf for a row
-// that attended nothing).
+// that attended nothing). Both on the MUFU: O is rounded to 16 bits after the multiply, and
+// the LSE's error stays near 2^-22 (the accurate forms cost ~150 dependent instructions
+// per tile, 5% of the samples of d64 causal at 1k; bench/NOTES.md v15).
 __device__ __forceinline__ void row_factors(const float (&m)[2], const float (&l)[2],
                                             float (&inv_sum)[2], float (&lse)[2]) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const bool empty = !(l[h] > 0.0f);
-    inv_sum[h] = empty ? 0.0f : 1.0f / l[h];
-    lse[h] = empty ? -INFINITY : (m[h] + log2f(l[h])) * 0.69314718055994531f;
+    inv_sum[h] = empty ? 0.0f : ptx::rcp_approx(l[h]);
+    lse[h] = empty ? -INFINITY : (m[h] + ptx::lg2_approx(l[h])) * 0.69314718055994531f;
   }
 }
 
@@ -120,8 +122,8 @@ struct OnlineSoftmax {
     for (int h = 0; h < 2; ++h) {
       const float l = quad_sum(row_sum[h]);
       const bool empty = !(l > 0.0f);
-      inv_sum[h] = empty ? 0.0f : 1.0f / l;
-      lse[h] = empty ? -INFINITY : (row_max[h] + log2f(l)) * 0.69314718055994531f;
+      inv_sum[h] = empty ? 0.0f : ptx::rcp_approx(l);
+      lse[h] = empty ? -INFINITY : (row_max[h] + ptx::lg2_approx(l)) * 0.69314718055994531f;
     }
   }
 };
