@@ -1,5 +1,7 @@
 #include "runner.h"
 
+#include <algorithm>
+#include <string>
 #include <utility>
 
 namespace fa3bench {
@@ -163,7 +165,8 @@ Outcome Runner::check_output(const Problem& p, const InputSets& in, const Refere
 }
 
 Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelChoice& k,
-                            const Reference* ref, float* lse, ResultRow* row) {
+                            const Reference* ref, float* lse, ResultRow* row,
+                            std::vector<double>* samples) {
   if (ref) {
     CheckResult check;
     const Outcome o = check_output(
@@ -175,9 +178,50 @@ Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelC
   // Timed launches pass no LSE buffer: the inference-style forward (O only).
   const Outcome o = timer_.measure(
       stream_, settings_.warmup, in.count,
-      [&](int set) { return launch_fa3(p, in.set(set), k, nullptr); }, &timing);
+      [&](int set) { return launch_fa3(p, in.set(set), k, nullptr); }, &timing, samples);
   if (o.ok) row->timing = timing;
   return o;
+}
+
+Outcome Runner::time_more_rounds(const Problem& p, const InputSets& in,
+                                 const std::vector<KernelChoice>& kernels,
+                                 std::vector<std::vector<std::vector<double>>>* rounds,
+                                 std::vector<ResultRow>* rows, const Progress& progress) {
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < rows->size(); ++i) {
+    const ResultRow& row = (*rows)[i];
+    // A kernel that failed its check is never picked: its first round is all it gets.
+    if (row.timing && row.note.empty() && (!row.check || row.check->pass)) timed.push_back(i);
+  }
+  const int total = settings_.rounds;
+  for (int round = 1; round < total && !timed.empty(); ++round) {
+    const size_t start = timed.size() * static_cast<size_t>(round) / static_cast<size_t>(total);
+    std::vector<size_t> still_timed;
+    for (size_t n = 0; n < timed.size(); ++n) {
+      const size_t i = timed[(start + n) % timed.size()];
+      ResultRow& row = (*rows)[i];
+      progress("timing round " + std::to_string(round + 1) + " of " + std::to_string(total) +
+               ": " + row.config);
+      TimingStats stats;
+      std::vector<double> samples;
+      const Outcome o = timer_.measure(
+          stream_, settings_.warmup, in.count,
+          [&](int set) { return launch_fa3(p, in.set(set), kernels[i], nullptr); }, &stats,
+          &samples);
+      if (!o.ok) {
+        row.note = "timing round " + std::to_string(round + 1) + ": " + o.reason;
+        row.timing.reset();
+        if (o.fatal) return o;
+        continue;
+      }
+      (*rounds)[i].push_back(std::move(samples));
+      still_timed.push_back(i);
+    }
+    std::sort(still_timed.begin(), still_timed.end());
+    timed = std::move(still_timed);
+  }
+  for (size_t i : timed) (*rows)[i].timing = summarize_rounds((*rounds)[i]);
+  return Outcome::success();
 }
 
 BaselineResult Runner::measure_baseline(const Problem& p, const InputSets& in,
@@ -241,20 +285,33 @@ std::vector<ResultRow> Runner::run(const Problem& p, const Progress& progress, O
   if (!o.ok) return fail_problem(o);
 
   const bool skip_unfitting = settings_.selection != KernelSelection::Table;
+  std::vector<KernelChoice> row_kernels;                       // the kernel of each row
+  std::vector<std::vector<std::vector<double>>> round_samples;  // per row, per round
   for (const KernelChoice& k : kernels) {
     progress((settings_.check ? "checking and timing " : "timing ") + k.name);
     ResultRow row = empty_row(p);
     row.config = k.name;
     row.sets = in.count;
     if (settings_.variant_column) row.variant = kernel_variant(k.name);
+    std::vector<double> samples;
     o = measure_fa3(p, in, k, reference ? &*reference : nullptr,
-                    reinterpret_cast<float*>(lse.data()), &row);
+                    reinterpret_cast<float*>(lse.data()), &row, &samples);
     if (!o.ok && o.unsupported && skip_unfitting) {  // the kernel does not fit p
       last_unfitting_reason_ = o.reason;
       continue;
     }
     if (!o.ok) row.note = o.reason;
     rows.push_back(row);
+    row_kernels.push_back(k);
+    round_samples.push_back({});
+    if (o.ok) round_samples.back().push_back(std::move(samples));
+    if (o.fatal) {
+      *fatal = o;
+      return rows;
+    }
+  }
+  if (settings_.rounds > 1) {
+    o = time_more_rounds(p, in, row_kernels, &round_samples, &rows, progress);
     if (o.fatal) {
       *fatal = o;
       return rows;

@@ -29,6 +29,12 @@ enum class KernelSelection {
 
 struct RunnerSettings {
   int warmup = 10;
+  // Timing rounds per kernel (fa3-tune --rounds). With more than one, every kernel of the
+  // problem is checked and timed once, then timed again in rounds 2.., all kernels in each
+  // round, each round starting further down the list (so no kernel is always timed right
+  // after the same one, or last); a row's median is the median of its rounds' medians
+  // (summarize_rounds). One slow moment of the GPU then costs no kernel its place.
+  int rounds = 1;
   bool check = false;
   bool baseline = true;
   bool variant_column = false;
@@ -75,7 +81,15 @@ class Runner {
   Outcome choose_kernels(const Problem& p, const InputSets& in, std::vector<KernelChoice>* kernels);
   Outcome launch_fa3(const Problem& p, const AttentionBuffers& x, const KernelChoice& k, float* lse);
   Outcome measure_fa3(const Problem& p, const InputSets& in, const KernelChoice& k,
-                      const Reference* ref, float* lse, ResultRow* row);
+                      const Reference* ref, float* lse, ResultRow* row,
+                      std::vector<double>* samples);
+  // Rounds 2.. of settings_.rounds over the rows timed in round 1 (row i ran kernels[i]);
+  // rounds[i] holds row i's samples per round, and each timed row's timing becomes their
+  // summary. A kernel failing in a later round gets its note and leaves the rounds.
+  Outcome time_more_rounds(const Problem& p, const InputSets& in,
+                           const std::vector<KernelChoice>& kernels,
+                           std::vector<std::vector<std::vector<double>>>* rounds,
+                           std::vector<ResultRow>* rows, const Progress& progress);
   BaselineResult measure_baseline(const Problem& p, const InputSets& in, const Reference* ref,
                                   Outcome* fatal);
   // Poisons set 0's O (and lse) with NaN, runs `launch` on set 0, copies the output back and

@@ -24,4 +24,16 @@ TimingStats summarize(const std::vector<double>& samples_ms) {
   return t;
 }
 
+TimingStats summarize_rounds(const std::vector<std::vector<double>>& rounds_ms) {
+  std::vector<double> medians, all;
+  for (const std::vector<double>& round : rounds_ms) {
+    if (round.empty()) continue;
+    medians.push_back(percentile(round, 0.5));
+    all.insert(all.end(), round.begin(), round.end());
+  }
+  TimingStats t = summarize(all);
+  t.median_ms = percentile(medians, 0.5);
+  return t;
+}
+
 }  // namespace fa3bench

@@ -15,4 +15,9 @@ struct TimingStats {
 double percentile(std::vector<double> samples, double p);
 TimingStats summarize(const std::vector<double>& samples_ms);
 
+// Timing rounds of one kernel, taken interleaved with other kernels' rounds: the median is
+// the median of the rounds' medians, so a slow moment of the GPU that falls on one round
+// moves no kernel's figure much; p10 and p90 are over every sample of every round.
+TimingStats summarize_rounds(const std::vector<std::vector<double>>& rounds_ms);
+
 }  // namespace fa3bench

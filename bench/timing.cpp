@@ -1,5 +1,7 @@
 #include "timing.h"
 
+#include <utility>
+
 namespace fa3bench {
 
 LaunchTimer::~LaunchTimer() { destroy(); }
@@ -37,7 +39,7 @@ Outcome drain_after_failure(cudaStream_t stream, const Outcome& launch_failure) 
 }  // namespace
 
 Outcome LaunchTimer::measure(cudaStream_t stream, int warmup, int sets, const Launch& launch,
-                             TimingStats* stats) {
+                             TimingStats* stats, std::vector<double>* samples_out) {
   int call = 0;
   for (int i = 0; i < warmup; ++i, ++call) {
     const Outcome o = launch(call % sets);
@@ -61,6 +63,7 @@ Outcome LaunchTimer::measure(cudaStream_t stream, int warmup, int sets, const La
     samples.push_back(ms);
   }
   *stats = summarize(samples);
+  if (samples_out) *samples_out = std::move(samples);
   return Outcome::success();
 }
 

@@ -28,8 +28,9 @@ class LaunchTimer {
 
   // launch(set) `warmup` times untimed, then iters() times between event pairs; launch
   // number c uses set c % sets, so consecutive launches read different buffers.
+  // `samples` (optional) gets each timed launch's milliseconds.
   Outcome measure(cudaStream_t stream, int warmup, int sets, const Launch& launch,
-                  TimingStats* stats);
+                  TimingStats* stats, std::vector<double>* samples = nullptr);
 
  private:
   void destroy();

@@ -336,6 +336,22 @@ TEST_CASE("median and percentiles interpolate between ranks", "[cpu][bench]") {
   CHECK(t.samples == 5);
 }
 
+TEST_CASE("timing rounds: the median of the rounds' medians, percentiles over all samples",
+          "[cpu][bench]") {
+  // One slow round (a GPU moment) does not move the figure; pooled samples would.
+  const TimingStats t = summarize_rounds({{1.0, 1.1, 1.2}, {2.0, 2.1, 2.2}, {1.05, 1.15, 1.25}});
+  CHECK(t.median_ms == Approx(1.15));
+  CHECK(summarize({1.0, 1.1, 1.2, 2.0, 2.1, 2.2, 1.05, 1.15, 1.25}).median_ms == Approx(1.2));
+  CHECK(t.samples == 9);
+  CHECK(t.p10_ms == Approx(1.04));
+  CHECK(t.p90_ms == Approx(2.12));
+  // One round is summarize; an empty round (a kernel that failed in it) counts for nothing.
+  const TimingStats one = summarize_rounds({{3, 1, 2, 5, 4}, {}});
+  CHECK(one.median_ms == Approx(3));
+  CHECK(one.samples == 5);
+  CHECK(summarize_rounds({}).samples == 0);
+}
+
 // ---- inputs and --check -------------------------------------------------------------------
 
 TEST_CASE("inputs are normal(0,1) 16-bit values, never zero, reproducible", "[cpu][bench]") {

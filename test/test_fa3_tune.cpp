@@ -419,7 +419,7 @@ TEST_CASE("tune: a filtered run keeps the current table's entries for the other 
   summary.buckets = seqlen_buckets(measured_seqlens(false));
   summary.kept_keys = kept;
   const std::string notes = method_notes(summary);
-  CHECK_THAT(notes, Catch::Contains("10 warm-up + 30 timed launches"));
+  CHECK_THAT(notes, Catch::Contains("10 warm-up + 30 timed launches, inputs rotated"));
   CHECK_THAT(notes, Catch::Contains("[1, 767] at 512"));
   CHECK_THAT(notes, Catch::Contains("[12288, 2147483647] at 16384"));
   CHECK_THAT(notes, Catch::Contains("seqlen_k [1, 2147483647]"));
@@ -427,6 +427,11 @@ TEST_CASE("tune: a filtered run keeps the current table's entries for the other 
   CHECK_THAT(notes, !Catch::Contains("bf16 d128 causal"));
   summary.kept_keys.clear();
   CHECK_THAT(method_notes(summary), !Catch::Contains("kept"));
+  summary.rounds = 3;
+  CHECK_THAT(method_notes(summary),
+             Catch::Contains("10 warm-up + 30 timed launches in each of 3 rounds interleaved "
+                             "over the kernels (a kernel's figure: the median of its rounds' "
+                             "medians)"));
 }
 
 TEST_CASE("tune: an invalid table is caught before it is written", "[cpu][tune]") {
@@ -530,6 +535,7 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
   CHECK(r.options.causal == std::vector<bool>{false, true});
   CHECK(r.options.warmup == 10);
   CHECK(r.options.iters == 30);
+  CHECK(r.options.rounds == 3);
   CHECK(r.options.device == 0);
   CHECK(r.options.base_path.empty());
 
@@ -537,6 +543,9 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
   CHECK(r.options.quick);
   CHECK(r.options.warmup == 3);
   CHECK(r.options.iters == 10);
+  CHECK(r.options.rounds == 1);
+  CHECK(parse({"--quick", "--rounds", "2"}).options.rounds == 2);
+  CHECK(parse({"--rounds=5"}).options.rounds == 5);
 
   r = parse({"--quick", "--iters=50", "--warmup", "0", "--out", "x.json", "--dtype", "BF16,bf16",
              "--hdim=256,64", "--causal", "1", "--device", "1", "--base", "earlier.json"});
@@ -559,7 +568,7 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
     CHECK(r.exit_now);
     CHECK_THAT(r.message, Catch::StartsWith("Usage: fa3-tune"));
     for (const char* option : {"--out", "--quick", "--dtype", "--hdim", "--causal", "--base",
-                               "--device", "--iters", "--warmup"})
+                               "--device", "--iters", "--warmup", "--rounds"})
       CHECK_THAT(r.message, Catch::Contains(option));
   }
 }
@@ -578,6 +587,7 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--iters", "0"}, "--iters must be a positive integer");
   expect_argument_error({"--iters", "ten"}, "--iters must be a positive integer");
   expect_argument_error({"--warmup", "-1"}, "--warmup must be a non-negative integer");
+  expect_argument_error({"--rounds", "0"}, "--rounds must be a positive integer");
   expect_argument_error({"--device", "x"}, "--device must be a non-negative integer");
   expect_argument_error({"--quick=yes"}, "--quick is a flag and takes no value");
   expect_argument_error({"--hdim", "64", "--hdim", "128"}, "--hdim is given twice");

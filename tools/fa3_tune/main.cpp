@@ -216,6 +216,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       const fa3::MatchKey& key = keys[k];
       fa3bench::RunnerSettings settings;
       settings.warmup = o.warmup;
+      settings.rounds = o.rounds;
       settings.check = true;
       settings.baseline = false;
       settings.selection = fa3bench::KernelSelection::AllFitting;
@@ -266,6 +267,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       summary.quick = o.quick;
       summary.warmup = o.warmup;
       summary.iters = o.iters;
+      summary.rounds = o.rounds;
       summary.buckets = buckets;
       summary.kept_keys = unmeasured_keys(measured);
       if (!o.base_path.empty()) summary.kept_from = base_description(o.base_path, base);

@@ -39,7 +39,8 @@ const std::vector<OptionSpec>& option_specs() {
          o.out_path = v;
        }},
       {"--quick", nullptr, "a short run: seqlens 1k, 4k, 16k only, 3 warm-up and 10 timed "
-                           "launches (unless --warmup/--iters say otherwise).",
+                           "launches in one round (unless --warmup/--iters/--rounds say "
+                           "otherwise).",
        [](TuneOptions& o, const std::string&) { o.quick = true; }},
       {"--dtype", "LIST", "measure these dtypes: f16 (also fp16, half), bf16. Default: f16,bf16.",
        [](TuneOptions& o, const std::string& v) {
@@ -67,6 +68,11 @@ const std::vector<OptionSpec>& option_specs() {
       {"--iters", "N", "timed launches per kernel and problem; the median decides. Default: 30 "
                        "(--quick: 10).",
        [](TuneOptions& o, const std::string& v) { o.iters = positive("--iters", v); }},
+      {"--rounds", "N", "timing rounds: every kernel of a bucket is timed (warm-up and --iters "
+                        "launches) once per round, the rounds interleaved over the kernels, and "
+                        "its figure is the median of its rounds' medians, so a slow moment of "
+                        "the GPU does not decide a pick. Default: 3 (--quick: 1).",
+       [](TuneOptions& o, const std::string& v) { o.rounds = positive("--rounds", v); }},
       {"--help", nullptr, "print this help and exit (also -h).",
        [](TuneOptions&, const std::string&) {}},
   };
@@ -124,6 +130,7 @@ TuneParseResult parse_tune_options(int argc, const char* const* argv) {
     }
     if (o.quick && !given.count("--warmup")) o.warmup = kQuickWarmup;
     if (o.quick && !given.count("--iters")) o.iters = kQuickIters;
+    if (o.quick && !given.count("--rounds")) o.rounds = kQuickRounds;
   } catch (const fa3bench::cli::ArgumentError& e) {
     result.status = 2;
     result.exit_now = true;

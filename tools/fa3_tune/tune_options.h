@@ -22,9 +22,10 @@ struct TuneOptions {
   int device = 0;
   int warmup = 10;  // --quick: 3 (unless --warmup is given)
   int iters = 30;   // --quick: 10 (unless --iters is given)
+  int rounds = 3;   // --quick: 1 (unless --rounds is given)
 };
 
-constexpr int kQuickWarmup = 3, kQuickIters = 10;
+constexpr int kQuickWarmup = 3, kQuickIters = 10, kQuickRounds = 1;
 
 // status 0: run with `options`. exit_now: print `message` (stdout when status is 0: --help)
 // and exit with `status`; status 2 is an argument error and `message` one sentence that

@@ -157,7 +157,12 @@ std::string method_notes(const MethodSummary& s) {
       "(error <= 2 x plain same-precision attention's + 1e-5), then timed with CUDA events "
       "around each launch, " +
       std::to_string(s.warmup) + " warm-up + " + std::to_string(s.iters) +
-      " timed launches, inputs rotated over buffer sets >= 3 x L2; the fastest median among "
+      " timed launches" +
+      (s.rounds > 1 ? " in each of " + std::to_string(s.rounds) +
+                          " rounds interleaved over the kernels (a kernel's figure: the median "
+                          "of its rounds' medians)"
+                    : std::string()) +
+      ", inputs rotated over buffer sets >= 3 x L2; the fastest median among "
       "the kernels that passed wins. seqlen_q buckets (measured at S): " +
       bucket_list(s.buckets) +
       "; neighbouring buckets with the same winner are merged. seqlen_k is not tuned "
