@@ -104,6 +104,26 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_hb_pp_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_hb_causal"));
 
+  // _q3: after _qw (and only with it); three Q buffers, 8 bytes of tile slots per 2 of them.
+  const auto q3 =
+      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
+  REQUIRE(q3);
+  CHECK(q3->three_q_buffers);
+  CHECK(q3->q_warp);
+  CHECK(fa3::fwd_kernel_name(*q3) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
+  CHECK_FALSE(qw->three_q_buffers);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_q3"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_q3_qw_xt"));
+  const fa3::FwdSmemLayout l3 = fa3::FwdSmemLayout::of(*q3);
+  CHECK(l3.q_buffers == 3);
+  CHECK(l3.k_offset == 3 * l3.q_bytes);
+  CHECK(l3.o_over_q());
+  CHECK(l3.total_bytes <= fa3::kFwdSmemLimit);
+  CHECK(fa3::fwd_tile_slot_bytes(2) == 8);
+  CHECK(fa3::fwd_tile_slot_bytes(3) == 16);
+  // Three 32 KB Q buffers leave no room for _ls's chunks of ones at d128.
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_q3"));
+
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");

@@ -87,9 +87,13 @@ struct FwdTraits {
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
   static constexpr int kQBuffers = static_cast<int>(kSmem.q_buffers);
+  static constexpr uint32_t kTileSlotBytes = fwd_tile_slot_bytes(kSmem.q_buffers);
   // Persistent without room for an O tile of its own (d256): O is staged over Q, so Q is
   // released for the next tile only once O's store has read it.
   static constexpr bool kOInQBuffer = kSmem.o_over_q();
+  // Config::three_q_buffers: a Q buffer holding a stored O is handed back by the thread that
+  // issued the store, in the next tile's epilogue (fwd_epilogue), not right after the store.
+  static constexpr bool kLateQRelease = kCfg.three_q_buffers;
   static constexpr bool kOOverQ = kPersistent && kOInQBuffer;
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
@@ -129,7 +133,7 @@ struct FwdSmem {
     k_pipe = {bars + 16 * kQ, bars + 16 * kQ + 8 * Tr::kStages};
     v_pipe = {bars + 16 * kQ + 16 * Tr::kStages, bars + 16 * kQ + 24 * Tr::kStages};
     tile_slot = bars + 16 * kQ + 32 * Tr::kStages;
-    tile_ready = tile_slot + 8;
+    tile_ready = tile_slot + Tr::kTileSlotBytes;
     draw_go = tile_ready + 8 * kQ;
   }
   __device__ __forceinline__ uint32_t k_stage(uint32_t s) const { return k + s * Tr::KVTile::kBytes; }
@@ -1223,12 +1227,20 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
   ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
   if (thread_in_wg == 0) {
+    // Config::three_q_buffers: the previous tile's O store has had this tile's key blocks to
+    // read its Q buffer: hand that buffer back (to the Q of tile k + 2), before this store
+    // is issued, so the wait is for the old store alone and finds it done.
+    if constexpr (Tr::kLateQRelease)
+      if (k > 0) {
+        ptx::bulk_wait_group_read<0>();
+        ptx::mbarrier_arrive(sm.q_empty_bar(k - 1));
+      }
     for (int c = 0; c < Tr::QTile::kChunks; ++c)
       ptx::tma_store_4d(&p.tma_o, o_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row,
                         w.head, w.batch);
     ptx::bulk_commit_group();
   }
-  if constexpr (Tr::kOOverQ) {
+  if constexpr (Tr::kOOverQ && !Tr::kLateQRelease) {
     if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
     ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
     if (lane == 0) ptx::mbarrier_arrive(sm.q_empty_bar(k));
@@ -1366,8 +1378,10 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   if (threadIdx.x == 0) {
     for (int b = 0; b < Tr::kQBuffers; ++b) {
       ptx::mbarrier_init(sm.q_full_bar(b), 1);
-      // O over Q: one arrival per consumer warp (fwd_epilogue); else every consumer thread's.
-      ptx::mbarrier_init(sm.q_empty_bar(b), (Tr::kOOverQ ? 4 : 128) * Tr::kConsumers);
+      // O over Q: one arrival per consumer warp (fwd_epilogue), or per consumer warpgroup when
+      // released a tile later; else every consumer thread's.
+      ptx::mbarrier_init(sm.q_empty_bar(b),
+                         (Tr::kLateQRelease ? 1 : Tr::kOOverQ ? 4 : 128) * Tr::kConsumers);
       if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.tile_ready_bar(b), 1);
     }
     if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.draw_go, 1);

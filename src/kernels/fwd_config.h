@@ -82,6 +82,13 @@ struct FwdConfig {
   // the tiles), each tile's as soon as its buffer frees, instead of the K/V thread after
   // the previous tile's last K/V load; short tiles then find their Q loaded.
   bool q_warp = false;
+  // With q_warp: three Q buffers instead of two (_q3). The Q buffer of tile k, where tile k's
+  // O is staged for its TMA store, is then needed again by tile k+3, not k+2: it is handed
+  // back only at the end of tile k+1's key blocks, when the store has long read it, by the
+  // thread that issued the store, alone. With two buffers every consumer warp waits at the
+  // end of each epilogue for that read (and the next Q is late behind it): at d64 causal 1k
+  // the two waits took ~5% of the warp samples (bench/NOTES.md v15).
+  bool three_q_buffers = false;
   // With the plain pipelined loop: a consumer warpgroup for which every key in the upper
   // half of a block is masked (the causal diagonal's upper-right quadrant when block_m =
   // block_n, the seqlen_k tail) computes that block's QK^T (N = block_n/2) and softmax at
@@ -116,6 +123,9 @@ struct FwdConfig {
 // shared memory (the aligned extern declaration).
 constexpr uint32_t kFwdSmemLimit = 227u * 1024u - 1024u;
 
+// The dynamic scheduler's tile slots: a u32 per Q buffer, in 8-byte units (mbarriers follow).
+constexpr uint32_t fwd_tile_slot_bytes(uint32_t q_buffers) { return (4u * q_buffers + 7u) & ~7u; }
+
 struct FwdSmemLayout {
   uint32_t q_offset, q_bytes;            // Q_i (cross_tile: two buffers, q_bytes apart)
   uint32_t q_buffers;
@@ -133,15 +143,17 @@ struct FwdSmemLayout {
     FwdSmemLayout l{};
     l.q_offset = 0;
     l.q_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 2);
-    l.q_buffers = c.cross_tile ? 2 : 1;
+    l.q_buffers = c.cross_tile ? (c.three_q_buffers ? 3 : 2) : 1;
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = l.q_offset + l.q_bytes * l.q_buffers;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     l.v_stage_bytes = l.kv_stage_bytes + (c.row_sum_mma ? static_cast<uint32_t>(c.block_n * 128) : 0u);
     const uint32_t kv_end = l.v_offset + l.v_stage_bytes * c.stages;
-    // q_warp adds a tile_ready barrier per Q buffer and draw_go (fwd.cuh, FwdSmem).
-    const uint32_t barrier_bytes =
-        8u * (2 * l.q_buffers + 4 * c.stages) + 8u + (c.q_warp ? 8u * l.q_buffers + 8u : 0u);
+    // The tile slots (a u32 per Q buffer, 8-byte aligned); q_warp adds a tile_ready barrier
+    // per Q buffer and draw_go (fwd.cuh, FwdSmem).
+    const uint32_t barrier_bytes = 8u * (2 * l.q_buffers + 4 * c.stages) +
+                                   fwd_tile_slot_bytes(l.q_buffers) +
+                                   (c.q_warp ? 8u * l.q_buffers + 8u : 0u);
     const uint32_t slack = 1024;  // to align the base to 1024
     const bool own_o = c.persistent && !c.cross_tile &&
                        kv_end + l.q_bytes + barrier_bytes + slack <= kFwdSmemLimit;
@@ -177,7 +189,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.exp_after_pv_wait || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order)) &&
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
-         (!c.q_warp || c.cross_tile) &&
+         (!c.q_warp || c.cross_tile) && (!c.three_q_buffers || c.q_warp) &&
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256

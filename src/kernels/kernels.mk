@@ -53,6 +53,10 @@
 #        causal +2-4%, d128 non-causal the same, d64 m128 s3 causal -1.3 to -4% (measured
 #        before the warp-uniform change; fa3-tune picks _qw after it for d128 causal 1k-12k,
 #        d64 causal 1k-8k and some non-causal lengths)
+#   _q3  with _qw: three Q buffers; the one a tile's O is stored from is handed back at the end
+#        of the next tile's key blocks by the storing thread, so no warp waits for the
+#        store's read in the epilogue, and the next Q loads a tile ahead. Fits d64 and d128
+#        without _ls (three 32 KB Q buffers and four 32 KB K/V stages at d128)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -116,6 +120,9 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_hb_pp_ps_causal \
   d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_causal \
   d128_m128_n128_s2_w2_ov_ls_pp_ps_xt d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw \
+  d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
+  d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal \
+  d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -469,6 +469,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"ascending", c.ascending},
               {"cross_tile", c.cross_tile},
               {"q_warp", c.q_warp},
+              {"three_q_buffers", c.three_q_buffers},
               {"half_blocks", c.half_blocks},
               {"row_sum_mma", c.row_sum_mma},
               {"warp_specialized", c.warp_specialized},

@@ -99,6 +99,7 @@ const FlagToken kFlags[] = {
     {"ps", &KernelTraits::persistent},
     {"xt", &KernelTraits::cross_tile},
     {"qw", &KernelTraits::q_warp},
+    {"q3", &KernelTraits::three_q_buffers},
     {"c2", &KernelTraits::cluster},
     {"nows", &KernelTraits::no_warp_specialization},
 };
@@ -217,6 +218,7 @@ std::string describe(const KernelTraits& t) {
   if (t.persistent) s += ", persistent";
   if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.q_warp) s += ", Q warp";
+  if (t.three_q_buffers) s += ", three Q buffers";
   if (t.half_blocks) s += ", half-width masked blocks";
   if (t.row_sum_mma) s += ", row sums by the PV GEMM";
   if (t.cluster) s += ", 2-CTA cluster";

@@ -47,6 +47,7 @@ struct KernelTraits {
   bool persistent = false;        // _ps: persistent grid
   bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
   bool q_warp = false;            // _qw: Q loaded by a producer warp of its own
+  bool three_q_buffers = false;   // _q3: three Q buffers, each released a tile after its store
   bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
   bool row_sum_mma = false;       // _ls: the PV GEMM 8 columns wider, for the row sums
   bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
