@@ -53,6 +53,23 @@ __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
   return value;
 }
 
+// Four 32-bit words from shared memory (16-byte aligned address), in one load.
+__device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// Four 32-bit words to shared memory (16-byte aligned address), in one store.
+__device__ __forceinline__ void st_shared_v4_u32(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // 32-bit store to shared memory by shared-window address.
 __device__ __forceinline__ void st_shared_u32(uint32_t addr, uint32_t value) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");

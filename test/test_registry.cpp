@@ -104,7 +104,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_hb_pp_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_hb_causal"));
 
-  // _q3: after _qw (and only with it); three Q buffers, 8 bytes of tile slots per 2 of them.
+  // _q3: after _qw (and only with it); three Q buffers, a 16-byte tile slot each.
   const auto q3 =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
   REQUIRE(q3);
@@ -119,8 +119,8 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(l3.k_offset == 3 * l3.q_bytes);
   CHECK(l3.o_over_q());
   CHECK(l3.total_bytes <= fa3::kFwdSmemLimit);
-  CHECK(fa3::fwd_tile_slot_bytes(2) == 8);
-  CHECK(fa3::fwd_tile_slot_bytes(3) == 16);
+  CHECK(fa3::fwd_tile_slot_bytes(2) == 32);
+  CHECK(fa3::fwd_tile_slot_bytes(3) == 48);
   // Three 32 KB Q buffers leave no room for _ls's chunks of ones at d128.
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_q3"));
 

@@ -146,7 +146,7 @@ struct FwdSmem {
   __device__ __forceinline__ uint32_t o_buffer(int k) const { return Tr::kOInQBuffer ? q_buffer(k) : o; }
   __device__ __forceinline__ uint32_t q_full_bar(int k) const { return q_full + 8 * q_index(k); }
   __device__ __forceinline__ uint32_t q_empty_bar(int k) const { return q_empty + 8 * q_index(k); }
-  __device__ __forceinline__ uint32_t tile_slot_of(int k) const { return tile_slot + 4 * q_index(k); }
+  __device__ __forceinline__ uint32_t tile_slot_of(int k) const { return tile_slot + 16 * q_index(k); }
   __device__ __forceinline__ uint32_t tile_ready_bar(int k) const { return tile_ready + 8 * q_index(k); }
 };
 
@@ -173,6 +173,7 @@ struct FwdWork {
   int m_block, head, batch;
   int n_blocks;  // key blocks [0, n_blocks) hold keys some row of this block may see
 
+  FwdWork() = default;
   __device__ __forceinline__ FwdWork(const FwdParams& p, int tile) {
     int m, bh;
     if (Tr::kCausal && Tr::kPersistent) {
@@ -195,13 +196,19 @@ struct FwdWork {
     const QuotRem hb = fast_divmod(bh, p.heads_div);
     head = hb.rem;
     batch = hb.quot;
+    n_blocks = key_blocks(p, m_block);
+  }
+  // A tile decoded already (the dynamic scheduler's TileRecord).
+  __device__ __forceinline__ FwdWork(const FwdParams& p, int m_block_, int head_, int batch_)
+      : m_block(m_block_), head(head_), batch(batch_), n_blocks(key_blocks(p, m_block_)) {}
+  __device__ __forceinline__ static int key_blocks(const FwdParams& p, int m_block) {
     int key_end = p.seqlen_k;
     if (Tr::kCausal) {
       // Bottom-right aligned: query row i sees keys j <= i + seqlen_k - seqlen_q.
       const int last_row = min((m_block + 1) * Tr::kBlockM, p.seqlen_q) - 1;
       key_end = min(p.seqlen_k, last_row + 1 + p.seqlen_k - p.seqlen_q);
     }
-    n_blocks = key_end > 0 ? (key_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
+    return key_end > 0 ? (key_end + Tr::kBlockN - 1) / Tr::kBlockN : 0;
   }
   // The first query row of consumer warpgroup wg.
   __device__ __forceinline__ int first_row(int wg) const {
@@ -254,13 +261,28 @@ __device__ __forceinline__ void prefetch_q(const FwdParams& p, int tile) {
       ptx::tma_prefetch_l2_4d(&p.tma_q, c * 64, w.first_row(wg), w.head, w.batch);
 }
 
+// The dynamic scheduler's tile slot of a Q buffer: the tile, and (for a tile before the end)
+// its query block, head and batch, decoded once by the thread that publishes it, so the
+// consumers take them off their own path from one tile to the next (FwdWork's divisions
+// were 2% of the warp samples of d64 causal at 1k; bench/NOTES.md v15).
+struct TileRecord {
+  __device__ __forceinline__ static uint4 of(int tile, int m_block, int head, int batch) {
+    return make_uint4(static_cast<uint32_t>(tile), static_cast<uint32_t>(m_block),
+                      static_cast<uint32_t>(head), static_cast<uint32_t>(batch));
+  }
+};
+
 // Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
-// the Q buffer's previous tile; the dynamic scheduler then publishes the tile's index (the
-// consumers read it once this Q has landed, and have read the buffer's previous one by now).
+// the Q buffer's previous tile; the dynamic scheduler then publishes the tile (the consumers
+// read it once this Q has landed, and have read the buffer's previous one by now).
+// `w` is the tile decoded, or null for a tile past the end.
 template <class Tr>
-__device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile, int k) {
+__device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile,
+                                                 const FwdWork<Tr>* w, int k) {
   if (k >= Tr::kQBuffers) tile::mbarrier_wait(sm.q_empty_bar(k), sm.q_parity(k - Tr::kQBuffers));
-  if constexpr (Tr::kDynamic) ptx::st_shared_u32(sm.tile_slot_of(k), static_cast<uint32_t>(tile));
+  if constexpr (Tr::kDynamic)
+    ptx::st_shared_v4_u32(sm.tile_slot_of(k), w ? TileRecord::of(tile, w->m_block, w->head, w->batch)
+                                                : TileRecord::of(tile, 0, 0, 0));
 }
 
 // The producer's walk over its tiles: body(tile, k) loads the k-th one (and calls
@@ -281,7 +303,7 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
       if (tile >= p.num_tiles) {
-        producer_claim_q<Tr>(sm, tile, k);
+        producer_claim_q<Tr>(sm, tile, nullptr, k);
         ptx::mbarrier_arrive(sm.q_full_bar(k));
         return;
       }
@@ -306,6 +328,25 @@ __device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSme
   } else {
     const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
     return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
+  }
+}
+
+// consumer_tile_at, and the tile decoded into *w when there is one (dynamic: from its slot).
+template <class Tr>
+__device__ __forceinline__ int consumer_work_at(const FwdParams& p, const FwdSmem<Tr>& sm, int k,
+                                                FwdWork<Tr>* w) {
+  if constexpr (Tr::kDynamic) {
+    tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
+    const uint4 r = ptx::ld_shared_v4_u32(sm.tile_slot_of(k));
+    const int tile = warp_uniform(static_cast<int>(r.x));
+    if (tile < p.num_tiles)
+      *w = FwdWork<Tr>(p, warp_uniform(static_cast<int>(r.y)), warp_uniform(static_cast<int>(r.z)),
+                       warp_uniform(static_cast<int>(r.w)));
+    return tile;
+  } else {
+    const int tile = consumer_tile_at<Tr>(p, sm, k);
+    if (tile < p.num_tiles) *w = FwdWork<Tr>(p, tile);
+    return tile;
   }
 }
 
@@ -397,7 +438,7 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
     // Q warp's.)
     if (!Tr::kCrossTile && w.n_blocks > 0) load_block(0);
     if constexpr (!Tr::kQWarp) {
-      producer_claim_q<Tr>(sm, tile, k);
+      producer_claim_q<Tr>(sm, tile, &w, k);
       load_q<Tr>(p, sm, w, k);
     }
     if (Tr::kCrossTile && w.n_blocks > 0) load_block(0);
@@ -420,20 +461,24 @@ __device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<T
   if constexpr (Tr::kDynamic) {
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
-      producer_claim_q<Tr>(sm, tile, k);
-      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
       if (tile >= p.num_tiles) {
+        producer_claim_q<Tr>(sm, tile, nullptr, k);
+        ptx::mbarrier_arrive(sm.tile_ready_bar(k));
         ptx::mbarrier_arrive(sm.q_full_bar(k));
         return;
       }
-      load_q<Tr>(p, sm, FwdWork<Tr>(p, tile), k);
+      const FwdWork<Tr> w(p, tile);
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+      load_q<Tr>(p, sm, w, k);
       tile::mbarrier_wait(sm.draw_go, static_cast<uint32_t>(k & 1));
       tile = draw_tile(p);
     }
   } else {
     for_each_tile<Tr>(p, [&](int tile, int k) {
-      producer_claim_q<Tr>(sm, tile, k);
-      load_q<Tr>(p, sm, FwdWork<Tr>(p, tile), k);
+      const FwdWork<Tr> w(p, tile);
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      load_q<Tr>(p, sm, w, k);
     });
   }
 }
@@ -483,17 +528,28 @@ struct InlineLoader {
 
 // Sets S to -inf where the key is past seqlen_k or, for causal, after the query's diagonal.
 // (N accumulators per thread: block_n / 2, or block_n / 4 for a half-width block.)
+// Per row, one bound: element e is masked when its offset from the thread's first key
+// (a constant) reaches the row's number of visible keys from there; one compare and one
+// select per element (the per-element key and row, two compares and an or were ~3 per
+// element, in the step that starts every causal tile).
 template <class Tr, int N>
 __device__ __forceinline__ void apply_mask(float (&s)[N], const FwdParams& p, int thread_in_wg,
                                            int first_row, int first_key) {
-  const int diagonal_offset = p.seqlen_k - p.seqlen_q;
+  const int first_thread_key = first_key + tile::AccLayout::col(thread_in_wg, 0);
+  int visible[2];  // keys [first_thread_key, first_thread_key + visible[h]) are unmasked
 #pragma unroll
-  for (int e = 0; e < N; ++e) {
-    const int key = first_key + tile::AccLayout::col(thread_in_wg, e);
-    const int row = first_row + tile::AccLayout::row(thread_in_wg, e);
-    const bool masked = key >= p.seqlen_k || (Tr::kCausal && key > row + diagonal_offset);
-    if (masked) s[e] = -INFINITY;
+  for (int h = 0; h < 2; ++h) {
+    int key_end = p.seqlen_k;
+    if (Tr::kCausal) {
+      // Bottom-right aligned: row i sees keys j <= i + seqlen_k - seqlen_q.
+      const int row = first_row + tile::AccLayout::row(thread_in_wg, 2 * h);
+      key_end = min(key_end, row + 1 + p.seqlen_k - p.seqlen_q);
+    }
+    visible[h] = key_end - first_thread_key;
   }
+#pragma unroll
+  for (int e = 0; e < N; ++e)
+    if (tile::AccLayout::col_offset(e) >= visible[tile::AccLayout::half(e)]) s[e] = -INFINITY;
 }
 
 // Stands in for a half-block flag (Config::half_blocks) in kernels without half blocks:
@@ -1278,9 +1334,8 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     return loop.masked_iterations(w.n_blocks);
   };
   int k = 0;
-  const int tile = consumer_tile_at<Tr>(p, sm, k);
-  if (tile >= p.num_tiles) return;
-  FwdWork<Tr> w(p, tile);
+  FwdWork<Tr> w;
+  if (consumer_work_at<Tr>(p, sm, k, &w) >= p.num_tiles) return;
   int n_masked = enter_tile(k, w);
   float o[Tr::kOAcc];
   tile::fill(o, 0.0f);
@@ -1297,13 +1352,9 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     if constexpr (Tr::kRowSumMma) loop.softmax.copy_max(row_max);
     else loop.softmax.finalize(inv_sum, lse);
     const int first_row = loop.first_row;
-    const int next_tile = consumer_tile_at<Tr>(p, sm, k + 1);
-    const bool more = next_tile < p.num_tiles;
     FwdWork<Tr> next = w;
-    if (more) {
-      next = FwdWork<Tr>(p, next_tile);
-      n_masked = enter_tile(k + 1, next);
-    }
+    const bool more = consumer_work_at<Tr>(p, sm, k + 1, &next) < p.num_tiles;
+    if (more) n_masked = enter_tile(k + 1, next);
     if (more && w.n_blocks > 0 && next.n_blocks > 0) {
       loop.boundary_step(o, next.n_blocks, n_masked, x, turns, [&] {
         if constexpr (Tr::kRowSumMma) Loop::finalize_from_o(row_max, o, inv_sum, lse);

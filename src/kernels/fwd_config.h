@@ -123,8 +123,9 @@ struct FwdConfig {
 // shared memory (the aligned extern declaration).
 constexpr uint32_t kFwdSmemLimit = 227u * 1024u - 1024u;
 
-// The dynamic scheduler's tile slots: a u32 per Q buffer, in 8-byte units (mbarriers follow).
-constexpr uint32_t fwd_tile_slot_bytes(uint32_t q_buffers) { return (4u * q_buffers + 7u) & ~7u; }
+// The dynamic scheduler's tile slots: per Q buffer, the tile and its decoded (query block,
+// head, batch), four 32-bit words (fwd.cuh, TileRecord).
+constexpr uint32_t fwd_tile_slot_bytes(uint32_t q_buffers) { return 16u * q_buffers; }
 
 struct FwdSmemLayout {
   uint32_t q_offset, q_bytes;            // Q_i (cross_tile: two buffers, q_bytes apart)
@@ -149,8 +150,8 @@ struct FwdSmemLayout {
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
     l.v_stage_bytes = l.kv_stage_bytes + (c.row_sum_mma ? static_cast<uint32_t>(c.block_n * 128) : 0u);
     const uint32_t kv_end = l.v_offset + l.v_stage_bytes * c.stages;
-    // The tile slots (a u32 per Q buffer, 8-byte aligned); q_warp adds a tile_ready barrier
-    // per Q buffer and draw_go (fwd.cuh, FwdSmem).
+    // The tile slots (16 bytes per Q buffer, 16-byte aligned after the barriers before
+    // them); q_warp adds a tile_ready barrier per Q buffer and draw_go (fwd.cuh, FwdSmem).
     const uint32_t barrier_bytes = 8u * (2 * l.q_buffers + 4 * c.stages) +
                                    fwd_tile_slot_bytes(l.q_buffers) +
                                    (c.q_warp ? 8u * l.q_buffers + 8u : 0u);

@@ -21,8 +21,10 @@ struct AccLayout {
     return 16 * (thread_in_wg / 32) + (thread_in_wg % 32) / 4 + 8 * half(e);
   }
   __device__ static __forceinline__ int col(int thread_in_wg, int e) {
-    return 8 * (e / 4) + 2 * (thread_in_wg % 4) + (e % 2);
+    return col_offset(e) + 2 * (thread_in_wg % 4);
   }
+  // col(t, e) = col(t, 0) + col_offset(e): where element e lies from the thread's first column.
+  __device__ static constexpr int col_offset(int e) { return 8 * (e / 4) + (e % 2); }
 };
 
 template <int N>
