@@ -1,9 +1,11 @@
 // GPU tests of the ptx/ and tile/ layers: TMA with the 128B swizzle (and its out-of-bounds
 // fill and clipping), SS wgmma with K-major descriptors, RS wgmma with an MN-major B and the
-// accumulator -> A-operand conversion.
+// accumulator -> A-operand conversion; the softmax's MUFU wrappers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "gpu_env.h"
@@ -149,4 +151,38 @@ TEST_CASE("RS wgmma with an MN-major B and accumulator-to-A conversion computes 
         want[i * shape.n + j] +=
             static_cast<double>(round_to_16bit(p[i * shape.k + kk], shape.bf16)) * v[kk * shape.n + j];
   CHECK(max_abs_diff(o, want) < 1e-3);
+}
+
+TEST_CASE("The softmax's MUFU wrappers and 16-byte shared-memory accesses", "[gpu][layers][sanitize]") {
+  // x over the range the softmax and its epilogue see: 2^x of scores around 0, 1/l and
+  // log2 l of row sums from 1 to a few thousand (and far beyond, both ways), and the edges.
+  std::vector<float> x;
+  for (int i = 0; i < 500; ++i)
+    x.push_back(std::ldexp(1.0f + 0.37f * static_cast<float>(i % 7) / 7.0f, i / 10 - 25));
+  for (float v : {-30.5f, -8.25f, -1.0f, -0.001f, 0.0f, 0.5f, 1.0f, 7.75f, 29.9f, 2.0f, 3.0f,
+                  -INFINITY})
+    x.push_back(v);
+  REQUIRE(x.size() == 512);
+  MathResults r;
+  const std::string err = run_math_wrappers(x, &r);
+  INFO(err);
+  REQUIRE(err.empty());
+  const double rel = std::ldexp(1.0, -20);  // the PTX ISA gives ~2^-22 for these
+  for (size_t i = 0; i < x.size(); ++i) {
+    CAPTURE(i, x[i]);
+    if (std::isfinite(x[i]) && std::fabs(x[i]) < 100) {
+      const double want = std::exp2(static_cast<double>(x[i]));
+      CHECK(std::fabs(r.ex2[i] - want) <= rel * want);
+    }
+    if (x[i] > 0) {
+      const double log2x = std::log2(static_cast<double>(x[i]));
+      CHECK(std::fabs(r.lg2[i] - log2x) <= rel * std::max(1.0, std::fabs(log2x)));
+      const double inv = 1.0 / static_cast<double>(x[i]);
+      CHECK(std::fabs(r.rcp[i] - inv) <= rel * inv);
+    }
+    CHECK(std::memcmp(&r.shared_roundtrip[i], &x[i], sizeof(float)) == 0);
+  }
+  // The epilogue's edges: an empty row's l = 0 gives log2 = -inf; a masked score's 2^-inf = 0.
+  CHECK(r.lg2[504] == -INFINITY);
+  CHECK(r.ex2[511] == 0.0f);
 }

@@ -124,8 +124,36 @@ __global__ void gemm_rs_kernel(const float* p, const uint16_t* v, float* o) {
   store_accumulator<N>(acc, o);
 }
 
+// One thread per x (n a multiple of 4, at most 4 x 128): the MUFU wrappers, and a 16-byte
+// shared-memory round trip of four x per thread, stored by thread t and loaded by thread t ^ 1.
+__global__ void math_wrappers_kernel(const float* x, int n, float* ex2, float* lg2, float* rcp,
+                                     float* roundtrip) {
+  __shared__ __align__(16) uint32_t words[4 * 128];
+  const int i = threadIdx.x;
+  if (i < n) {
+    ex2[i] = fa3::ptx::ex2_approx(x[i]);
+    lg2[i] = fa3::ptx::lg2_approx(x[i]);
+    rcp[i] = fa3::ptx::rcp_approx(x[i]);
+  }
+  const int quads = n / 4;
+  if (i < quads)
+    fa3::ptx::st_shared_v4_u32(
+        fa3::ptx::smem_address(&words[4 * i]),
+        make_uint4(__float_as_uint(x[4 * i]), __float_as_uint(x[4 * i + 1]),
+                   __float_as_uint(x[4 * i + 2]), __float_as_uint(x[4 * i + 3])));
+  __syncthreads();
+  const int from = i ^ 1;
+  if (from < quads) {
+    const uint4 v = fa3::ptx::ld_shared_v4_u32(fa3::ptx::smem_address(&words[4 * from]));
+    roundtrip[4 * from] = __uint_as_float(v.x);
+    roundtrip[4 * from + 1] = __uint_as_float(v.y);
+    roundtrip[4 * from + 2] = __uint_as_float(v.z);
+    roundtrip[4 * from + 3] = __uint_as_float(v.w);
+  }
+}
+
 struct DeviceArrays {
-  void* ptr[4] = {};
+  void* ptr[5] = {};
   ~DeviceArrays() {
     for (void* p : ptr) cudaFree(p);
   }
@@ -222,6 +250,28 @@ std::string gemm_rs(const std::vector<float>& p, const std::vector<uint16_t>& v,
 }
 
 }  // namespace
+
+std::string run_math_wrappers(const std::vector<float>& x, MathResults* out) {
+  const int n = static_cast<int>(x.size());
+  if (n % 4 != 0 || n > 4 * 128) return "run_math_wrappers: x.size() must be a multiple of 4, at most 512";
+  const size_t bytes = x.size() * sizeof(float);
+  DeviceArrays d;  // x, ex2, lg2, rcp, the round trip
+  for (void*& p : d.ptr) FA3_TRY(cudaMalloc(&p, bytes), "cudaMalloc");
+  FA3_TRY(cudaMemcpy(d.ptr[0], x.data(), bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+  FA3_TRY(cudaMemset(d.ptr[4], 0xFF, bytes), "cudaMemset");
+  math_wrappers_kernel<<<1, 4 * 128>>>(static_cast<const float*>(d.ptr[0]), n,
+                                       static_cast<float*>(d.ptr[1]), static_cast<float*>(d.ptr[2]),
+                                       static_cast<float*>(d.ptr[3]), static_cast<float*>(d.ptr[4]));
+  FA3_TRY(cudaGetLastError(), "launch math_wrappers_kernel");
+  FA3_TRY(cudaDeviceSynchronize(), "math_wrappers_kernel");
+  std::vector<float>* outs[] = {&out->ex2, &out->lg2, &out->rcp, &out->shared_roundtrip};
+  void* from[] = {d.ptr[1], d.ptr[2], d.ptr[3], d.ptr[4]};
+  for (int a = 0; a < 4; ++a) {
+    outs[a]->resize(x.size());
+    FA3_TRY(cudaMemcpy(outs[a]->data(), from[a], bytes, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  }
+  return {};
+}
 
 std::string run_gemm_ss(bool bf16, int n, int k, const std::vector<uint16_t>& a,
                         const std::vector<uint16_t>& b, std::vector<float>* c) {

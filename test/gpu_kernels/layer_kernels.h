@@ -27,4 +27,11 @@ std::string run_gemm_ss(bool bf16, int n, int k, const std::vector<uint16_t>& a,
 std::string run_gemm_rs(bool bf16, int n, int k, const std::vector<float>& p,
                         const std::vector<uint16_t>& v, std::vector<float>* o);
 
+// The softmax's MUFU wrappers on each x: ex2_approx (2^x), lg2_approx (log2 x), rcp_approx
+// (1/x); and every x through st_shared_v4_u32 / ld_shared_v4_u32 (as bits, four per thread).
+struct MathResults {
+  std::vector<float> ex2, lg2, rcp, shared_roundtrip;
+};
+std::string run_math_wrappers(const std::vector<float>& x, MathResults* out);
+
 }  // namespace fa3test
