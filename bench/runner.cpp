@@ -1,7 +1,9 @@
 #include "runner.h"
 
 #include <algorithm>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace fa3bench {
@@ -53,6 +55,13 @@ Runner::Runner(fa3_handle* fa3, cudaStream_t stream, const DeviceInfo& device, L
                Cublas* cublas, RunnerSettings settings)
     : fa3_(fa3), stream_(stream), device_(device), timer_(timer), cublas_(cublas),
       settings_(std::move(settings)) {}
+
+void Runner::cool_down(const std::vector<double>& samples) const {
+  if (settings_.cooldown <= 0) return;
+  double ms = 0;
+  for (double s : samples) ms += s;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settings_.cooldown * ms));
+}
 
 ResultRow Runner::empty_row(const Problem& p) const {
   ResultRow row;
@@ -180,6 +189,7 @@ Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelC
       stream_, settings_.warmup, in.count,
       [&](int set) { return launch_fa3(p, in.set(set), k, nullptr); }, &timing, samples);
   if (o.ok) row->timing = timing;
+  if (o.ok && samples) cool_down(*samples);
   return o;
 }
 
@@ -214,6 +224,7 @@ Outcome Runner::time_more_rounds(const Problem& p, const InputSets& in,
         if (o.fatal) return o;
         continue;
       }
+      cool_down(samples);
       (*rounds)[i].push_back(std::move(samples));
       still_timed.push_back(i);
     }

@@ -35,6 +35,11 @@ struct RunnerSettings {
   // after the same one, or last); a row's median is the median of its rounds' medians
   // (summarize_rounds). One slow moment of the GPU then costs no kernel its place.
   int rounds = 1;
+  // After each kernel's timed launches (each round), the GPU idles this many times as long
+  // as they took (fa3-tune --cooldown). Back to back for minutes, an H100 heats up and
+  // reaches its power limit, its clocks fall to ~1.5 GHz, and the kernels that win there are
+  // not those that win at the clocks a benchmark of a few seconds sees (bench/NOTES.md v15).
+  double cooldown = 0;
   bool check = false;
   bool baseline = true;
   bool variant_column = false;
@@ -97,6 +102,8 @@ class Runner {
   Outcome check_output(const Problem& p, const InputSets& in, const Reference& ref,
                        const std::function<Outcome()>& launch, float* lse, CheckResult* result);
   ResultRow empty_row(const Problem& p) const;
+  // settings_.cooldown x the summed milliseconds of `samples`, idle on the host.
+  void cool_down(const std::vector<double>& samples) const;
 
   fa3_handle* fa3_;
   cudaStream_t stream_;

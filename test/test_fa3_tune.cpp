@@ -432,6 +432,10 @@ TEST_CASE("tune: a filtered run keeps the current table's entries for the other 
              Catch::Contains("10 warm-up + 30 timed launches in each of 3 rounds interleaved "
                              "over the kernels (a kernel's figure: the median of its rounds' "
                              "medians)"));
+  summary.cooldown = 1;
+  CHECK_THAT(method_notes(summary),
+             Catch::Contains("medians), each kernel's launches followed by 1 x their time with "
+                             "the GPU idle, inputs rotated"));
 }
 
 TEST_CASE("tune: an invalid table is caught before it is written", "[cpu][tune]") {
@@ -536,6 +540,7 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
   CHECK(r.options.warmup == 10);
   CHECK(r.options.iters == 30);
   CHECK(r.options.rounds == 3);
+  CHECK(r.options.cooldown == 1.0);
   CHECK(r.options.device == 0);
   CHECK(r.options.base_path.empty());
 
@@ -546,6 +551,8 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
   CHECK(r.options.rounds == 1);
   CHECK(parse({"--quick", "--rounds", "2"}).options.rounds == 2);
   CHECK(parse({"--rounds=5"}).options.rounds == 5);
+  CHECK(parse({"--cooldown", "0"}).options.cooldown == 0.0);
+  CHECK(parse({"--cooldown=2.5"}).options.cooldown == 2.5);
 
   r = parse({"--quick", "--iters=50", "--warmup", "0", "--out", "x.json", "--dtype", "BF16,bf16",
              "--hdim=256,64", "--causal", "1", "--device", "1", "--base", "earlier.json"});
@@ -568,7 +575,7 @@ TEST_CASE("tune: options and their defaults", "[cpu][tune]") {
     CHECK(r.exit_now);
     CHECK_THAT(r.message, Catch::StartsWith("Usage: fa3-tune"));
     for (const char* option : {"--out", "--quick", "--dtype", "--hdim", "--causal", "--base",
-                               "--device", "--iters", "--warmup", "--rounds"})
+                               "--device", "--iters", "--warmup", "--rounds", "--cooldown"})
       CHECK_THAT(r.message, Catch::Contains(option));
   }
 }
@@ -588,6 +595,9 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--iters", "ten"}, "--iters must be a positive integer");
   expect_argument_error({"--warmup", "-1"}, "--warmup must be a non-negative integer");
   expect_argument_error({"--rounds", "0"}, "--rounds must be a positive integer");
+  expect_argument_error({"--cooldown", "-1"}, "--cooldown must be a number from 0 to 1000 (got '-1')");
+  expect_argument_error({"--cooldown", "1x"}, "--cooldown must be a number from 0 to 1000");
+  expect_argument_error({"--cooldown", "nan"}, "--cooldown must be a number from 0 to 1000");
   expect_argument_error({"--device", "x"}, "--device must be a non-negative integer");
   expect_argument_error({"--quick=yes"}, "--quick is a flag and takes no value");
   expect_argument_error({"--hdim", "64", "--hdim", "128"}, "--hdim is given twice");

@@ -217,6 +217,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       fa3bench::RunnerSettings settings;
       settings.warmup = o.warmup;
       settings.rounds = o.rounds;
+      settings.cooldown = o.cooldown;
       settings.check = true;
       settings.baseline = false;
       settings.selection = fa3bench::KernelSelection::AllFitting;
@@ -268,6 +269,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       summary.warmup = o.warmup;
       summary.iters = o.iters;
       summary.rounds = o.rounds;
+      summary.cooldown = o.cooldown;
       summary.buckets = buckets;
       summary.kept_keys = unmeasured_keys(measured);
       if (!o.base_path.empty()) summary.kept_from = base_description(o.base_path, base);

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string>
 
 namespace fa3tune {
 
@@ -18,6 +19,19 @@ using fa3bench::cli::non_negative;
 using fa3bench::cli::parse_causal;
 using fa3bench::cli::parse_head_dim;
 using fa3bench::cli::parse_list;
+
+double non_negative_number(const std::string& option, const std::string& value) {
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(value, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(x >= 0) || x > 1000)
+    fail(option + " must be a number from 0 to 1000 (got '" + value + "').");
+  return x;
+}
 
 int positive(const std::string& option, const std::string& value) {
   return static_cast<int>(fa3bench::cli::positive(option, value));
@@ -73,6 +87,10 @@ const std::vector<OptionSpec>& option_specs() {
                         "its figure is the median of its rounds' medians, so a slow moment of "
                         "the GPU does not decide a pick. Default: 3 (--quick: 1).",
        [](TuneOptions& o, const std::string& v) { o.rounds = positive("--rounds", v); }},
+      {"--cooldown", "X", "after each kernel's timed launches the GPU idles X times as long as "
+                          "they took, so a run of minutes is measured at the clocks a short "
+                          "benchmark sees, not at the power limit (0: back to back). Default: 1.",
+       [](TuneOptions& o, const std::string& v) { o.cooldown = non_negative_number("--cooldown", v); }},
       {"--help", nullptr, "print this help and exit (also -h).",
        [](TuneOptions&, const std::string&) {}},
   };

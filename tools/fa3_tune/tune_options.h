@@ -23,6 +23,7 @@ struct TuneOptions {
   int warmup = 10;  // --quick: 3 (unless --warmup is given)
   int iters = 30;   // --quick: 10 (unless --iters is given)
   int rounds = 3;   // --quick: 1 (unless --rounds is given)
+  double cooldown = 1.0;  // idle after each kernel's round, as a multiple of its time
 };
 
 constexpr int kQuickWarmup = 3, kQuickIters = 10, kQuickRounds = 1;

@@ -1,6 +1,7 @@
 #include "tune_table.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace fa3tune {
 
@@ -146,6 +147,13 @@ std::string bucket_list(const std::vector<SeqlenBucket>& buckets) {
   return s;
 }
 
+// 1 -> "1", 0.5 -> "0.5", 2.25 -> "2.25".
+std::string cooldown_text(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 }  // namespace
 
 std::string method_notes(const MethodSummary& s) {
@@ -162,6 +170,9 @@ std::string method_notes(const MethodSummary& s) {
                           " rounds interleaved over the kernels (a kernel's figure: the median "
                           "of its rounds' medians)"
                     : std::string()) +
+      (s.cooldown > 0 ? ", each kernel's launches followed by " + cooldown_text(s.cooldown) +
+                            " x their time with the GPU idle"
+                      : std::string()) +
       ", inputs rotated over buffer sets >= 3 x L2; the fastest median among "
       "the kernels that passed wins. seqlen_q buckets (measured at S): " +
       bucket_list(s.buckets) +

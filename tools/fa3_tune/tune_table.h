@@ -53,6 +53,7 @@ fa3::Error validate_table(const std::string& text, const std::string& source,
 struct MethodSummary {
   bool quick = false;
   int warmup = 0, iters = 0, rounds = 1;
+  double cooldown = 0;
   std::vector<SeqlenBucket> buckets;
   std::vector<fa3::MatchKey> kept_keys;  // unmeasured_keys
   std::string kept_from = "the built-in table";
