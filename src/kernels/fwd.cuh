@@ -92,7 +92,8 @@ struct FwdTraits {
   // released for the next tile only once O's store has read it.
   static constexpr bool kOInQBuffer = kSmem.o_over_q();
   // Config::three_q_buffers: a Q buffer holding a stored O is handed back by the thread that
-  // issued the store, in the next tile's epilogue (fwd_epilogue), not right after the store.
+  // issued the store in the next tile's epilogue (fwd_epilogue), not right after the store;
+  // the other threads hand it back in its own epilogue.
   static constexpr bool kLateQRelease = kCfg.three_q_buffers;
   static constexpr bool kOOverQ = kPersistent && kOInQBuffer;
 
@@ -1282,6 +1283,10 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
   }
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
   ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+  // Config::three_q_buffers: every thread but the storing one is done with this Q buffer (its
+  // tile slot, its O rows written); its arrival is the thread's own, as racecheck wants it.
+  if constexpr (Tr::kLateQRelease)
+    if (thread_in_wg != 0) ptx::mbarrier_arrive(sm.q_empty_bar(k));
   if (thread_in_wg == 0) {
     // Config::three_q_buffers: the previous tile's O store has had this tile's key blocks to
     // read its Q buffer: hand that buffer back (to the Q of tile k + 2), before this store
@@ -1296,10 +1301,13 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
                         w.head, w.batch);
     ptx::bulk_commit_group();
   }
+  // Every thread arrives, after the storing thread has seen the store read the buffer: a
+  // lane-0 arrival after the barrier orders the other lanes' reads of the tile slot before
+  // the next write of it as well, but racecheck reports them (as for release_q).
   if constexpr (Tr::kOOverQ && !Tr::kLateQRelease) {
     if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
     ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
-    if (lane == 0) ptx::mbarrier_arrive(sm.q_empty_bar(k));
+    ptx::mbarrier_arrive(sm.q_empty_bar(k));
   }
   if (p.lse != nullptr && lane % 4 == 0) {
     for (int h = 0; h < 2; ++h) {
@@ -1429,10 +1437,8 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   if (threadIdx.x == 0) {
     for (int b = 0; b < Tr::kQBuffers; ++b) {
       ptx::mbarrier_init(sm.q_full_bar(b), 1);
-      // O over Q: one arrival per consumer warp (fwd_epilogue), or per consumer warpgroup when
-      // released a tile later; else every consumer thread's.
-      ptx::mbarrier_init(sm.q_empty_bar(b),
-                         (Tr::kLateQRelease ? 1 : Tr::kOOverQ ? 4 : 128) * Tr::kConsumers);
+      // Every consumer thread's arrival (release_q, fwd_epilogue).
+      ptx::mbarrier_init(sm.q_empty_bar(b), 128 * Tr::kConsumers);
       if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.tile_ready_bar(b), 1);
     }
     if constexpr (Tr::kQWarp) ptx::mbarrier_init(sm.draw_go, 1);
