@@ -199,7 +199,7 @@ struct FwdWork {
     batch = hb.quot;
     n_blocks = key_blocks(p, m_block);
   }
-  // A tile decoded already (the dynamic scheduler's TileRecord).
+  // A tile decoded already (the dynamic scheduler's tile_record).
   __device__ __forceinline__ FwdWork(const FwdParams& p, int m_block_, int head_, int batch_)
       : m_block(m_block_), head(head_), batch(batch_), n_blocks(key_blocks(p, m_block_)) {}
   __device__ __forceinline__ static int key_blocks(const FwdParams& p, int m_block) {
@@ -266,12 +266,10 @@ __device__ __forceinline__ void prefetch_q(const FwdParams& p, int tile) {
 // its query block, head and batch, decoded once by the thread that publishes it, so the
 // consumers take them off their own path from one tile to the next (FwdWork's divisions
 // were 2% of the warp samples of d64 causal at 1k; bench/NOTES.md v15).
-struct TileRecord {
-  __device__ __forceinline__ static uint4 of(int tile, int m_block, int head, int batch) {
-    return make_uint4(static_cast<uint32_t>(tile), static_cast<uint32_t>(m_block),
-                      static_cast<uint32_t>(head), static_cast<uint32_t>(batch));
-  }
-};
+__device__ __forceinline__ uint4 tile_record(int tile, int m_block, int head, int batch) {
+  return make_uint4(static_cast<uint32_t>(tile), static_cast<uint32_t>(m_block),
+                    static_cast<uint32_t>(head), static_cast<uint32_t>(batch));
+}
 
 // Before the k-th tile's Q: persistent kernels wait until every consumer warp is done with
 // the Q buffer's previous tile; the dynamic scheduler then publishes the tile (the consumers
@@ -282,8 +280,8 @@ __device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile
                                                  const FwdWork<Tr>* w, int k) {
   if (k >= Tr::kQBuffers) tile::mbarrier_wait(sm.q_empty_bar(k), sm.q_parity(k - Tr::kQBuffers));
   if constexpr (Tr::kDynamic)
-    ptx::st_shared_v4_u32(sm.tile_slot_of(k), w ? TileRecord::of(tile, w->m_block, w->head, w->batch)
-                                                : TileRecord::of(tile, 0, 0, 0));
+    ptx::st_shared_v4_u32(sm.tile_slot_of(k), w ? tile_record(tile, w->m_block, w->head, w->batch)
+                                                : tile_record(tile, 0, 0, 0));
 }
 
 // The producer's walk over its tiles: body(tile, k) loads the k-th one (and calls

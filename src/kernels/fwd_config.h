@@ -83,11 +83,11 @@ struct FwdConfig {
   // the previous tile's last K/V load; short tiles then find their Q loaded.
   bool q_warp = false;
   // With q_warp: three Q buffers instead of two (_q3). The Q buffer of tile k, where tile k's
-  // O is staged for its TMA store, is then needed again by tile k+3, not k+2: it is handed
-  // back only at the end of tile k+1's key blocks, when the store has long read it, by the
-  // thread that issued the store, alone. With two buffers every consumer warp waits at the
-  // end of each epilogue for that read (and the next Q is late behind it): at d64 causal 1k
-  // the two waits took ~5% of the warp samples (bench/NOTES.md v15).
+  // O is staged for its TMA store, is then needed again by tile k+3, not k+2: the thread that
+  // issued the store hands it back in tile k+1's epilogue, when the store has long read it,
+  // and nobody waits for the read. With two buffers every consumer warp waits at the end of
+  // each epilogue for that read (and the next Q is late behind it): at d64 causal 1k the two
+  // waits took ~5% of the warp samples (bench/NOTES.md v15).
   bool three_q_buffers = false;
   // With the plain pipelined loop: a consumer warpgroup for which every key in the upper
   // half of a block is masked (the causal diagonal's upper-right quadrant when block_m =
@@ -124,7 +124,7 @@ struct FwdConfig {
 constexpr uint32_t kFwdSmemLimit = 227u * 1024u - 1024u;
 
 // The dynamic scheduler's tile slots: per Q buffer, the tile and its decoded (query block,
-// head, batch), four 32-bit words (fwd.cuh, TileRecord).
+// head, batch), four 32-bit words (fwd.cuh, tile_record).
 constexpr uint32_t fwd_tile_slot_bytes(uint32_t q_buffers) { return 16u * q_buffers; }
 
 struct FwdSmemLayout {

@@ -53,10 +53,10 @@
 #        causal +2-4%, d128 non-causal the same, d64 m128 s3 causal -1.3 to -4% (measured
 #        before the warp-uniform change; fa3-tune picks _qw after it for d128 causal 1k-12k,
 #        d64 causal 1k-8k and some non-causal lengths)
-#   _q3  with _qw: three Q buffers; the one a tile's O is stored from is handed back at the end
-#        of the next tile's key blocks by the storing thread, so no warp waits for the
-#        store's read in the epilogue, and the next Q loads a tile ahead. Fits d64 and d128
-#        without _ls (three 32 KB Q buffers and four 32 KB K/V stages at d128)
+#   _q3  with _qw: three Q buffers; the one a tile's O is stored from is handed back by the
+#        storing thread in the next tile's epilogue, so no warp waits for the store's read,
+#        and the next Q loads a tile ahead: +0.5-1.8% d64 causal, +0.4-1.5% d128 causal.
+#        Fits d64 and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V stages at d128)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
