@@ -48,4 +48,20 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t bar, uint32_t 
   return done != 0;
 }
 
+// try_wait with a time limit of the caller's: a thread whose phase has not completed may be
+// suspended until it completes or about `suspend_ns` nanoseconds have passed, where the plain
+// form returns after a short system-defined limit.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_for(uint32_t bar, uint32_t parity,
+                                                             uint32_t suspend_ns) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3;\n"
+      "selp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(bar), "r"(parity), "r"(suspend_ns)
+      : "memory");
+  return done != 0;
+}
+
 }  // namespace fa3::ptx

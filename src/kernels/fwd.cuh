@@ -278,7 +278,8 @@ __device__ __forceinline__ uint4 tile_record(int tile, int m_block, int head, in
 template <class Tr>
 __device__ __forceinline__ void producer_claim_q(const FwdSmem<Tr>& sm, int tile,
                                                  const FwdWork<Tr>* w, int k) {
-  if (k >= Tr::kQBuffers) tile::mbarrier_wait(sm.q_empty_bar(k), sm.q_parity(k - Tr::kQBuffers));
+  if (k >= Tr::kQBuffers)
+    tile::mbarrier_wait_idle(sm.q_empty_bar(k), sm.q_parity(k - Tr::kQBuffers));
   if constexpr (Tr::kDynamic)
     ptx::st_shared_v4_u32(sm.tile_slot_of(k), w ? tile_record(tile, w->m_block, w->head, w->batch)
                                                 : tile_record(tile, 0, 0, 0));
@@ -293,7 +294,7 @@ __device__ __forceinline__ void producer_tiles(const FwdParams& p, const FwdSmem
   if constexpr (Tr::kDynamic && Tr::kQWarp) {
     // The Q warp draws; the K/V thread follows its tiles as they are published.
     for (int k = 0;; ++k) {
-      tile::mbarrier_wait(sm.tile_ready_bar(k), sm.q_parity(k));
+      tile::mbarrier_wait_idle(sm.tile_ready_bar(k), sm.q_parity(k));
       const int tile = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k)));
       if (tile >= p.num_tiles) return;
       body(tile, k);
@@ -470,7 +471,7 @@ __device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<T
       producer_claim_q<Tr>(sm, tile, &w, k);
       ptx::mbarrier_arrive(sm.tile_ready_bar(k));
       load_q<Tr>(p, sm, w, k);
-      tile::mbarrier_wait(sm.draw_go, static_cast<uint32_t>(k & 1));
+      tile::mbarrier_wait_idle(sm.draw_go, static_cast<uint32_t>(k & 1));
       tile = draw_tile(p);
     }
   } else {

@@ -17,12 +17,27 @@
 
 namespace fa3::tile {
 
-// Waits for the phase of `parity` of mbarrier `bar`. Debug builds (make DEBUG=1) give up
-// after ~2^34 cycles with a message and a trap instead of hanging the GPU forever.
-__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
+// A wait by a thread with nothing else to do, expected to last (a producer waiting for a
+// stage, a Q buffer or the next draw): each try may suspend it up to this long, and it still
+// resumes as soon as the phase completes. The plain try returns after a short limit: in
+// v15's profile of d64 causal 1k the Q warp's draw_go loop polled every ~20 cycles (8% of all
+// issued instructions), on an SM sub-partition whose consumer warps' softmax is issue-bound.
+// Measured against the plain try (bench/NOTES.md v16): +0-0.8% at 1k and 8k, within noise;
+// 20 us instead of 1 us no better.
+constexpr uint32_t kIdleSuspendNs = 1000;
+
+// Waits for the phase of `parity` of mbarrier `bar`; suspend_ns: 0 for the plain try_wait,
+// else its time limit per try. Debug builds (make DEBUG=1) give up after ~2^34 cycles with a
+// message and a trap instead of hanging the GPU forever.
+__device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
+                                              uint32_t suspend_ns = 0) {
+  auto try_wait = [&] {
+    return suspend_ns == 0 ? ptx::mbarrier_try_wait_parity(bar, parity)
+                           : ptx::mbarrier_try_wait_parity_for(bar, parity, suspend_ns);
+  };
 #if FA3_DEBUG_HANG
   const long long start = clock64();
-  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+  while (!try_wait()) {
     if (clock64() - start > (1ll << 34)) {
       printf("fa3: mbarrier wait timed out (block %d, thread %d, barrier smem 0x%x, parity %u)\n",
              blockIdx.x, threadIdx.x, bar, parity);
@@ -30,9 +45,13 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity) {
     }
   }
 #else
-  while (!ptx::mbarrier_try_wait_parity(bar, parity)) {
+  while (!try_wait()) {
   }
 #endif
+}
+
+__device__ __forceinline__ void mbarrier_wait_idle(uint32_t bar, uint32_t parity) {
+  mbarrier_wait(bar, parity, kIdleSuspendNs);
 }
 
 // Stage index and phase bit, advanced together: the phase flips when the index wraps.
@@ -68,7 +87,7 @@ struct TmaPipeline {
   // Producer (one thread): waits until the consumers released the stage. Fresh barriers
   // pass at once: the producer waits on the phase before the consumers' first one.
   __device__ __forceinline__ void producer_acquire(const PipelineState<Stages>& st) const {
-    mbarrier_wait(empty(st.index), st.phase ^ 1);
+    mbarrier_wait_idle(empty(st.index), st.phase ^ 1);
   }
 
   // Producer (one thread): announces the `bytes` of TMA loads the stage will receive; the

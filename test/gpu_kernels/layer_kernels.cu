@@ -47,7 +47,12 @@ __global__ void tma_roundtrip_kernel(const __grid_constant__ fa3::TensorMapBytes
     fa3::ptx::tma_load_4d(tile, &load_map, bar, load_coord.x, load_coord.y, load_coord.z,
                           load_coord.w);
   }
-  fa3::tile::mbarrier_wait(bar, 0);
+  // Both forms of the wait: the plain try_wait, and the one with a suspend time limit (the
+  // producers' idle waits); each warp must see the whole box once it returns.
+  if ((threadIdx.x / 32) % 2 == 0)
+    fa3::tile::mbarrier_wait(bar, 0);
+  else
+    fa3::tile::mbarrier_wait_idle(bar, 0);
   const unsigned char* generic = smem_raw + (tile - fa3::ptx::smem_address(smem_raw));
   for (int i = threadIdx.x; i < kBoxRows * 64; i += blockDim.x) {
     const int row = i / 64, col = i % 64;
