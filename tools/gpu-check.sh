@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything fa3 checks on a GPU machine, in one call (the device tool's machines are bare
-# and each start costs minutes). Run from the repository root with a carried build/.
+# and each start costs minutes). Run from the repository root with a carried build/ (the
+# tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
 #   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
