@@ -382,10 +382,11 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
 TEST_CASE("causal persistent kernels walk their L2 groups, the last one short",
           "[gpu][forward][kernels]") {
   // The causal persistent scheduler hands out tiles in groups of l2_group (batch, head)
-  // pairs whose K and V fit in ~32 MiB of L2 (forward_launch.cpp). The shapes above never
-  // need more than one group. Here seqlen_k makes a group 16 pairs at every head dim
-  // (4 * seqlen_k * head_dim bytes of K and V per pair = 2 MiB), and 3 x 6 = 18 pairs leave a
-  // last group of 2; GQA 3 divides heads by a divisor that is not a power of two.
+  // pairs (causal_l2_group in forward_launch.cpp). The shapes above never need more than
+  // one group. Here 2 query blocks ask for ~66 pairs (a tile per SM), so the group is the
+  // largest power of two within 3 x 6 = 18 pairs, 16, with a last group of 2 (also when
+  // seqlen_k, 4 * seqlen_k * head_dim = 2 MiB of K and V per pair, decides: 4 pairs, last
+  // group 2); GQA 3 divides heads by a divisor that is not a power of two.
   Runner runner;
   uint64_t seed = 4242;
   for (const std::string& name : forward_kernels_to_test()) {

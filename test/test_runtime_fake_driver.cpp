@@ -19,6 +19,7 @@
 #include "fa3/fa3.h"
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_params.h"
+#include "runtime/forward_launch.h"
 #include "runtime/kernel_registry.h"
 
 namespace {
@@ -227,6 +228,30 @@ TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu]
   fa3_destroy(h);
 }
 
+TEST_CASE("the causal scheduler's L2 groups: powers of two, 8 MiB of K and V, a tile per SM",
+          "[cpu][runtime]") {
+  using fa3::causal_l2_group;
+  const int64_t MiB = int64_t{1} << 20;
+  // The paper grid on 132 SMs, block_m 128 (kv: K and V bytes of one (batch, head) pair).
+  // 8 MiB decides at d64 (1k: 32 pairs, 256 tiles) ...
+  CHECK(causal_l2_group(MiB / 4, 8, 512, 132) == 32);
+  CHECK(causal_l2_group(2 * MiB, 64, 64, 132) == 4);
+  // ... a tile per SM where 8 MiB holds fewer pairs: d128 1k 16 pairs, d256 2k 8 pairs ...
+  CHECK(causal_l2_group(MiB / 2, 8, 256, 132) == 16);
+  CHECK(causal_l2_group(2 * MiB, 16, 64, 132) == 8);
+  // ... and more for long tiles: 132 / 128 + 132 / 64 = 3.1 pairs -> 4 at 16k.
+  CHECK(causal_l2_group(8 * MiB, 128, 16, 132) == 4);
+  CHECK(causal_l2_group(16 * MiB, 128, 8, 132) == 4);
+  // Nearest by ratio: 22 pairs fit -> 16 (22 < 16 * sqrt 2 = 22.6), 23 -> 32; never more
+  // than the pairs there are, never less than 1.
+  CHECK(causal_l2_group(8 * MiB / 22, 1000, 100, 132) == 16);
+  CHECK(causal_l2_group(8 * MiB / 23, 1000, 100, 132) == 32);
+  CHECK(causal_l2_group(1024, 1, 24, 132) == 16);
+  CHECK(causal_l2_group(1024, 1, 1, 132) == 1);
+  CHECK(causal_l2_group(64 * MiB, 1 << 20, 7, 1) == 1);
+  CHECK(causal_l2_group(0, 0, 5, 0) == 4);
+}
+
 TEST_CASE("fake driver: causal persistent kernels get one tile counter per stream",
           "[cpu][runtime]") {
   UseFakeDriver use;
@@ -240,9 +265,9 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
     fa3::FwdParams params;
     REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
     CHECK(grid == 132u);
-    // K and V of one head (700 keys x 128 x 2 bytes, twice) are far below 32 MiB: every
-    // (batch, head) pair of the problem is in one L2 group.
-    CHECK(params.l2_group == 8 * 3);
+    // K and V of a (batch, head) pair take 350 KB (700 keys x 128 x 2 bytes, twice): 23
+    // pairs fit in 8 MiB; the power of two nearest that, 32, is more than the 24 pairs: 16.
+    CHECK(params.l2_group == 16);
     return params.tile_counter;
   };
   uint32_t* a = launch(0x10);

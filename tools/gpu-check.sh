@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -23,6 +23,10 @@
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
+#   ncu-systems: one compare.py cell ($PROFILE_ARGS, default --hdim 64 --seqlen 1024 --causal 1)
+#       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
+#       bench/profile_call.py: the kernels a call launches, then the attention kernel's
+#       sections, $OUT/raw_<system>.csv.gz (every metric) and source_<system>.csv.gz (SASS)
 # Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
 set -u
 export OUT=${OUT:-gpu-out}  # also for the steps that run in a bash -c of their own
@@ -118,6 +122,24 @@ for step in "${steps[@]}"; do
           --warmup 3 --iters 1 2>&1 | grep -v "^#"
         ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz"
         rm -f "$OUT/ncu_$k.ncu-rep"; done' ;;
+    ncu-systems)
+      # One compare.py cell profiled for each system: every kernel a call launches (name,
+      # grid, registers, time), then the attention kernel's throughput, pipe and instruction
+      # sections, all its raw metrics and its per-instruction SASS counts (cuDNN's too).
+      run_step ncu-systems 500 bash -c 'cd bench; for s in ${PROFILE_SYSTEMS:-fa3 cudnn}; do
+        echo "### $s ${PROFILE_ARGS:=--hdim 64 --seqlen 1024 --causal 1}"
+        ncu --launch-skip 3 --launch-count 16 --set none --section LaunchStats \
+          --metrics gpu__time_duration.sum python3 profile_call.py --system $s $PROFILE_ARGS 2>&1 |
+          grep -E "^  [a-zA-Z_]|Grid Size|Registers Per|Block Size|Shared Memory Config|Dynamic Shared|gpu__time_duration|Cluster"
+        ncu --kernel-name regex:"fa3_fwd|sdpa|fmha|flash|attn|fprop" --launch-skip 1 --launch-count 1 \
+          --set none --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
+          --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats \
+          --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/ncu_$s" -f \
+          python3 profile_call.py --system $s $PROFILE_ARGS 2>&1 | tail -3
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---"
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page raw --csv --print-metric-instances values | gzip > "$OUT/raw_$s.csv.gz"
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$s.csv.gz"
+        rm -f "$OUT/ncu_$s.ncu-rep"; done' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -39,6 +39,16 @@ Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, 
   return Error::ok();
 }
 
+int32_t causal_l2_group(int64_t kv_bytes_per_pair, int64_t m_blocks, int64_t pairs, int sm_count) {
+  const double sms = static_cast<double>(std::max(1, sm_count));
+  const double fit = std::floor(8.0 * (1 << 20) / static_cast<double>(std::max<int64_t>(1, kv_bytes_per_pair)));
+  const double fill = sms / static_cast<double>(std::max<int64_t>(1, m_blocks)) + sms / 64;
+  const double target = std::max({1.0, fit, fill});
+  int64_t group = 1;  // the power of two nearest the target (by ratio), at most pairs
+  while (group * 2 <= pairs && static_cast<double>(group) * std::sqrt(2.0) < target) group *= 2;
+  return static_cast<int32_t>(group);
+}
+
 Error build_forward_params(const Driver& d, const KernelInfo& kernel, const ForwardProblem& prob,
                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                            const fa3_tensor& o, float* lse, int sm_count, FwdParams* params,
@@ -74,12 +84,9 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.num_m_blocks = static_cast<int32_t>(m_blocks);
   p.num_tiles = static_cast<int32_t>(tiles);
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
-  // (batch, head) pairs whose K and V together take at most ~32 MiB of L2 (the public FA3's
-  // heuristic); the causal persistent scheduler walks the tiles one such group at a time.
-  const int64_t kv_bytes_per_head = 2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2;
-  const int64_t group = (int64_t{32} << 20) / std::max<int64_t>(1, kv_bytes_per_head);
   const int64_t heads_batch = prob.heads * prob.batch;
-  p.l2_group = static_cast<int32_t>(std::max<int64_t>(1, std::min<int64_t>(group, heads_batch)));
+  p.l2_group = causal_l2_group(2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2, m_blocks,
+                               heads_batch, sm_count);
   // Every divisor is at least 1 and below 2^31: tiles < 2^31 was checked above.
   p.m_blocks_div = make_fast_divisor(static_cast<uint32_t>(m_blocks));
   p.heads_div = make_fast_divisor(static_cast<uint32_t>(prob.heads));

@@ -16,6 +16,19 @@ namespace fa3 {
 Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, unsigned box_rows,
                         TensorMapBytes* out);
 
+// The causal persistent scheduler walks the tiles in groups of this many (batch, head)
+// pairs, longest first within a group, so that the K and V the running tiles read stay in
+// L2. A power of two (at most pairs) near the larger of:
+// - the pairs whose K and V fit in 8 MiB (the public FA3 takes 32 MiB: at 1k those groups
+//   re-read a third of K and V from DRAM and ran 4-7% slower, bench/NOTES.md v17);
+// - sm_count / m_blocks + sm_count / 64 pairs: a tile per SM, and more as tiles get longer,
+//   since the last group's longest tile must not run alone (at 16k one pair per group lost
+//   5-8%).
+// Group sizes between powers of two ran 4-9% slower on the paper grid (d128 8k: 3, 5 or 6
+// pairs against 2, 4 or 8; d256 2k: 9, 10, 12 against 8 or 16), with the same DRAM and L2
+// traffic; why is not known.
+int32_t causal_l2_group(int64_t kv_bytes_per_pair, int64_t m_blocks, int64_t pairs, int sm_count);
+
 // Everything but the launch: the kernel's parameter block and grid size (one CTA per tile,
 // or per SM for a persistent kernel). Fails (before anything runs) when the driver rejects a
 // tensor map.
