@@ -124,6 +124,17 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   // Three 32 KB Q buffers leave no room for _ls's chunks of ones at d128.
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_q3"));
 
+  // _dy: after _q3; persistent non-causal only (causal persistent kernels always draw).
+  const auto dy = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
+  REQUIRE(dy);
+  CHECK(dy->dynamic_schedule);
+  CHECK(dy->persistent);
+  CHECK(fa3::fwd_kernel_name(*dy) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
+  CHECK_FALSE(qw->dynamic_schedule);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_dy"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_dy_causal"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy_qw"));
+
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");

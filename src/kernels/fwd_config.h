@@ -89,6 +89,12 @@ struct FwdConfig {
   // each epilogue for that read (and the next Q is late behind it): at d64 causal 1k the two
   // waits took ~5% of the warp samples (bench/NOTES.md v15).
   bool three_q_buffers = false;
+  // Persistent, non-causal: tiles handed out through the launch's counter, in the static
+  // walk's order, as causal persistent kernels always are (they also reorder them), instead of
+  // CTA i taking tiles i, i + grid, ... A CTA that runs slower takes fewer tiles, and the tiles
+  // in flight stay a window of consecutive ones (one or two heads' K/V) instead of drifting
+  // apart over the launch (bench/NOTES.md v17).
+  bool dynamic_schedule = false;
   // With the plain pipelined loop: a consumer warpgroup for which every key in the upper
   // half of a block is masked (the causal diagonal's upper-right quadrant when block_m =
   // block_n, the seqlen_k tail) computes that block's QK^T (N = block_n/2) and softmax at
@@ -191,6 +197,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
          (!c.q_warp || c.cross_tile) && (!c.three_q_buffers || c.q_warp) &&
+         (!c.dynamic_schedule || (c.persistent && !c.causal)) &&
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256

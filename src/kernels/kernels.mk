@@ -57,6 +57,9 @@
 #        storing thread in the next tile's epilogue, so no warp waits for the store's read,
 #        and the next Q loads a tile ahead: +0.5-1.8% d64 causal, +0.4-1.5% d128 causal.
 #        Fits d64 and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V stages at d128)
+#   _dy  persistent non-causal: tiles drawn from the launch's counter in the static walk's
+#        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
+#        (bench/NOTES.md v17)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -123,6 +126,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw \
   d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal \
-  d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3
+  d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3 \
+  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

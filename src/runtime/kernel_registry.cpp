@@ -50,7 +50,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
   // Optional flags, in this order: ov or ov3, p2 or b2, cr, ls, ew, as, hb, pp, ps, xt, qw, q3,
-  // c2, nows, causal.
+  // dy, c2, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
   else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
@@ -66,6 +66,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "xt") c.cross_tile = true, ++i;
   if (i < t.size() && t[i] == "qw") c.q_warp = true, ++i;
   if (i < t.size() && t[i] == "q3") c.three_q_buffers = true, ++i;
+  if (i < t.size() && t[i] == "dy") c.dynamic_schedule = true, ++i;
   if (i < t.size() && t[i] == "c2") c.cluster_m = 2, ++i;
   if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
   if (i < t.size() && t[i] == "causal") c.causal = true, ++i;
@@ -95,6 +96,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.cross_tile) s += "_xt";
   if (c.q_warp) s += "_qw";
   if (c.three_q_buffers) s += "_q3";
+  if (c.dynamic_schedule) s += "_dy";
   if (c.cluster_m == 2) s += "_c2";
   if (!c.warp_specialized) s += "_nows";
   if (c.causal) s += "_causal";
