@@ -288,6 +288,12 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   fa3::FwdParams params;
   REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
   CHECK(params.tile_counter == nullptr);
+  // ... unless it draws them (_dy): then it gets the stream's counter, as causal ones do.
+  name = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy";
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                  reinterpret_cast<void*>(0x10)) == FA3_OK);
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(params.tile_counter == a);
   fa3_destroy(h);
   CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 1);
 }

@@ -76,7 +76,7 @@ struct FwdTraits {
   static constexpr int kOAcc = kHeadDim / 2 + (kRowSumMma ? 4 : 0);
   // Causal persistent kernels hand tiles out through a global counter (longest first), and
   // so do non-causal ones with Config::dynamic_schedule (in the static walk's order).
-  static constexpr bool kDynamic = kCfg.persistent && (kCfg.causal || kCfg.dynamic_schedule);
+  static constexpr bool kDynamic = kCfg.draws_tiles();
   // Config::q_warp with the dynamic scheduler: the Q warp draws a CTA's next tile once the
   // K/V thread has issued all but this many of the current tile's blocks. Drawing at the
   // start of the tile measured the same on the paper's grid (bench/NOTES.md v10), but

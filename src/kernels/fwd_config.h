@@ -120,6 +120,9 @@ struct FwdConfig {
     return !warp_specialized ? 0 : consumer_warpgroups == 2 ? 240 : 160;
   }
   constexpr int threads() const { return 128 * ((warp_specialized ? 1 : 0) + consumer_warpgroups); }
+  // Tiles handed out through the launch's tile counter (the runtime allocates one per stream):
+  // causal persistent kernels always, non-causal persistent ones with dynamic_schedule.
+  constexpr bool draws_tiles() const { return persistent && (causal || dynamic_schedule); }
 };
 
 // Shared-memory plan of a forward CTA, in bytes from a 1024-byte aligned base. Every tile

@@ -114,7 +114,7 @@ Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProbl
   unsigned grid = 0;
   e = build_forward_params(h->driver, kernel, prob, q, k, v, o, lse, h->sm_count, &params, &grid);
   if (e.failed()) return e;
-  if (kernel.fwd.persistent && (kernel.fwd.causal || kernel.fwd.dynamic_schedule)) {
+  if (kernel.fwd.draws_tiles()) {
     CUdeviceptr counter = 0;
     e = stream_tile_counter(h, scope.context(), stream, &counter);
     if (e.failed()) return e;
