@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems
+#   steps: info layers tests bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -23,6 +23,9 @@
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
+#   clocks: bench/clock_trace.py $CLOCK_ARGS (default d128 bf16 non-causal 4k-16k, fa3 and
+#       cuDNN): each system's time in blocks of calls next to the SM clock and power that
+#       nvidia-smi sampled during the block, and the TFLOPS per GHz
 #   ncu-systems: one compare.py cell ($PROFILE_ARGS, default --hdim 64 --seqlen 1024 --causal 1)
 #       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
 #       bench/profile_call.py: the kernels a call launches, then the attention kernel's
@@ -122,6 +125,8 @@ for step in "${steps[@]}"; do
           --warmup 3 --iters 1 2>&1 | grep -v "^#"
         ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz"
         rm -f "$OUT/ncu_$k.ncu-rep"; done' ;;
+    clocks)
+      run_step clocks 300 env PYTHONUNBUFFERED=1 python3 bench/clock_trace.py --json "$OUT/clocks.json" ${CLOCK_ARGS:---seqlens 4096,8192,16384} ;;
     ncu-systems)
       # One compare.py cell profiled for each system: every kernel a call launches (name,
       # grid, registers, time), then the attention kernel's throughput, pipe and instruction

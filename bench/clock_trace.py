@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""compare.py's timing, in blocks, next to the SM clock and power nvidia-smi samples.
+
+At 8k-16k the paper grid's cells are long (1.5-3.5 ms a call) and their times bimodal for
+every system; the H100 then runs below its 1.98 GHz boost clock (power). This script asks
+how much of a cell's time is the clock: it times each system on each shape in blocks of
+--calls back-to-back calls (the same inputs, hold and events as compare.py), in --rounds
+rounds that interleave the systems and shapes, while nvidia-smi samples the SM clock, the
+power draw and the clock-event reasons every --interval-ms. Each block's line gives its
+median TFLOPS, the mean SM clock and power over its window, TFLOPS per GHz and TFLOPS per
+kW. Two cells that differ in TFLOPS but not in TFLOPS per GHz differ by the clock they ran
+at; at the power cap (clock-event reason 0x4, SW power cap) the clock is what the power
+allows, and TFLOPS per kW (the inverse of the energy per flop) decides the speed. A summary
+per system and length follows, over the rounds after the first (which brings the GPU to
+its steady power state).
+
+    python3 bench/clock_trace.py --hdim 128 --seqlens 8192,16384 --systems fa3,cudnn
+    python3 bench/clock_trace.py --kernels fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from compare import DTYPES, Shape, System, all_systems, make_input_sets, time_system
+import fa3  # noqa: E402 (compare puts the repository's python/ on the path)
+
+SMI_FIELDS = ("timestamp", "clocks.sm", "power.draw", "temperature.gpu")
+REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")
+
+
+def start_sampler(path: Path, interval_ms: int) -> tuple[subprocess.Popen, bool]:
+    """nvidia-smi sampling into path; the second value says whether reasons are sampled
+    (the field's name changed between driver versions; without it, none)."""
+    for reasons in (*REASON_FIELDS, None):
+        fields = ",".join(SMI_FIELDS + ((reasons,) if reasons else ()))
+        probe = subprocess.run(["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            handle = path.open("w")
+            process = subprocess.Popen(
+                ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader,nounits",
+                 f"-lms={interval_ms}"], stdout=handle, stderr=subprocess.DEVNULL)
+            return process, reasons is not None
+    raise RuntimeError("nvidia-smi cannot sample the SM clock and power here")
+
+
+def read_samples(path: Path) -> list[dict]:
+    samples = []
+    for line in path.read_text().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            stamp = datetime.datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            sample = {"t": stamp, "mhz": float(parts[1]), "watts": float(parts[2]),
+                      "celsius": float(parts[3])}
+        except (ValueError, IndexError):
+            continue  # a partial last line, or a field the GPU reports as [N/A]
+        if len(parts) > 4:
+            sample["reasons"] = parts[4]
+        samples.append(sample)
+    return samples
+
+
+def systems_from(args: argparse.Namespace) -> list[System]:
+    known = all_systems()
+    chosen = [known[name] for name in args.systems.split(",") if name]
+    for kernel in filter(None, args.kernels.split(",")):
+        short = kernel.split("_d", 1)[-1]
+        chosen.append(System(f"fa3:{short}", f"fa3 {short}",
+                             lambda q, k, v, causal, name=kernel: fa3.forward(
+                                 q, k, v, causal=causal, kernel=name)))
+    return chosen
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hdim", type=int, default=128)
+    parser.add_argument("--seqlens", default="8192,16384")
+    parser.add_argument("--causal", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--systems", default="fa3,cudnn",
+                        help="compare.py systems (fa3, cudnn, flash), comma-separated")
+    parser.add_argument("--kernels", default="",
+                        help="fa3 kernels to time as systems of their own, comma-separated")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=200, help="timed calls per block")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--interval-ms", type=int, default=20)
+    parser.add_argument("--json", type=Path, default=None, help="write every block here")
+    args = parser.parse_args()
+
+    dtype, device = DTYPES[args.dtype], torch.device("cuda")
+    shapes = [Shape(int(s), args.hdim, bool(args.causal)) for s in args.seqlens.split(",")]
+    systems = systems_from(args)
+    inputs = {shape: make_input_sets(shape, dtype, device) for shape in shapes}
+
+    trace = Path(tempfile.mkstemp(suffix=".csv")[1])
+    sampler, has_reasons = start_sampler(trace, args.interval_ms)
+    blocks = []
+    try:
+        time.sleep(0.5)  # the sampler's first lines
+        for round_index in range(args.rounds):
+            for shape in shapes:
+                for system in systems:
+                    times = time_system(system, inputs[shape], shape.causal, args.calls,
+                                        args.warmup)
+                    end = time.time()
+                    blocks.append({"round": round_index, "system": system.key,
+                                   "seqlen": shape.seqlen, "end": end,
+                                   "start": end - sum(times) / 1e3, "times_ms": times,
+                                   "flops": shape.flops})
+        time.sleep(0.3)
+    finally:
+        sampler.terminate()
+        sampler.wait()
+    samples = read_samples(trace)
+    trace.unlink()
+
+    print(f"{torch.cuda.get_device_name(device)}, {args.dtype} d{args.hdim} "
+          f"causal={args.causal}; {args.calls} calls per block; {len(samples)} nvidia-smi "
+          f"samples (every {args.interval_ms} ms{', with clock-event reasons' if has_reasons else ''})")
+    print(f"{'round':>5} {'system':<28} {'seqlen':>6} {'median ms':>9} {'p10-p90 ms':>15} "
+          f"{'TFLOPS':>7} {'SM MHz':>12} {'W':>5} {'C':>3} {'TF/GHz':>7} {'TF/kW':>6}  reasons")
+    for block in blocks:
+        inside = [s for s in samples if block["start"] <= s["t"] <= block["end"]]
+        times = sorted(block["times_ms"])
+        median = statistics.median(times)
+        p10, p90 = times[len(times) // 10], times[(9 * len(times)) // 10]
+        tflops = block["flops"] / (median * 1e-3) / 1e12
+        if inside:
+            mhz = [s["mhz"] for s in inside]
+            block.update(mhz_mean=statistics.mean(mhz), mhz_min=min(mhz), mhz_max=max(mhz),
+                         watts=statistics.mean(s["watts"] for s in inside),
+                         celsius=max(s["celsius"] for s in inside),
+                         reasons=sorted({s.get("reasons", "") for s in inside}))
+            clock = (f"{block['mhz_mean']:.0f} ({block['mhz_min']:.0f}-{block['mhz_max']:.0f})")
+            per_ghz = f"{tflops / (block['mhz_mean'] / 1e3):.1f}"
+            per_kw = f"{tflops / (block['watts'] / 1e3):.0f}"
+            rest = (f"{block['watts']:5.0f} {block['celsius']:3.0f} {per_ghz:>7} {per_kw:>6}  "
+                    + ",".join(block["reasons"]))
+        else:
+            clock, rest = "-", "(no sample inside the block)"
+        block.update(median_ms=median, tflops=tflops)
+        print(f"{block['round']:>5} {block['system']:<28} {block['seqlen']:>6} {median:9.4f} "
+              f"{p10:7.4f}-{p90:7.4f} {tflops:7.1f} {clock:>12} {rest}")
+    steady = [b for b in blocks if b["round"] >= 1 and "watts" in b] or \
+        [b for b in blocks if "watts" in b]
+    print(f"\nsummary over rounds {'1' if args.rounds > 1 else '0'}-{args.rounds - 1} "
+          "(medians of the blocks)")
+    print(f"{'system':<28} {'seqlen':>6} {'TFLOPS':>7} {'SM MHz':>6} {'W':>5} {'TF/GHz':>7} "
+          f"{'TF/kW':>6}")
+    for key in dict.fromkeys((b["system"], b["seqlen"]) for b in steady):
+        group = [b for b in steady if (b["system"], b["seqlen"]) == key]
+        tflops = statistics.median(b["tflops"] for b in group)
+        mhz = statistics.median(b["mhz_mean"] for b in group)
+        watts = statistics.median(b["watts"] for b in group)
+        print(f"{key[0]:<28} {key[1]:>6} {tflops:7.1f} {mhz:6.0f} {watts:5.0f} "
+              f"{tflops / (mhz / 1e3):7.1f} {tflops / (watts / 1e3):6.0f}")
+    if args.json:
+        args.json.write_text(json.dumps({"samples": samples, "blocks": blocks}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
