@@ -15,12 +15,16 @@ Method, the same for every system:
 - before timing, each system's output on set 0 is compared with a float32 SDPA (math
   backend, no TF32) reference on batch 0, the first two heads, every row; a system whose
   max |difference| exceeds its tolerance is marked WRONG and not timed.
-- warm-up calls, then --iters calls each between two CUDA events on the current stream.
-  The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the events
+- the timed calls come in --rounds rounds (default 3), and the order of the systems rotates
+  from one round to the next, so each system is timed first in some round: at 8k-16k the
+  system timed first right after the check gained 4-6% on the other (an H200, fa3 and cuDNN
+  in both orders): the GPU reaches its power cap during the first system's calls
+  (bench/NOTES.md v18). Each round of a system: warm-up calls, then its share of the
+  --iters calls, each between two CUDA events on the current stream. The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the events
   measure GPU time only, not Python or launch overhead; Python's garbage collector is off
   while they are queued (a collection pause longer than the hold would let the GPU run
-  dry, and the calls queued after it would time the host). Median, p10 and p90 are
-  reported.
+  dry, and the calls queued after it would time the host). Median, p10 and p90 over the
+  calls of every round are reported.
 - a backend that cannot run a shape (PyTorch's reason, e.g. a head dim) is a cell with
   that reason, not a crash.
 
@@ -297,8 +301,20 @@ class Cell:
         return self.shape.flops / (milliseconds * 1e-3) / 1e12 if milliseconds > 0 else math.nan
 
 
+def round_shares(iters: int, rounds: int) -> list[int]:
+    """iters timed calls split over the rounds as evenly as they go (no empty round)."""
+    rounds = max(1, min(rounds, iters))
+    return [iters // rounds + (1 if r < iters % rounds else 0) for r in range(rounds)]
+
+
+def rotated(items: list, shift: int) -> list:
+    """items starting at position shift (mod len): round r's order of the systems."""
+    shift %= max(1, len(items))
+    return items[shift:] + items[:shift]
+
+
 def measure_shape(shape: Shape, systems: list[System], dtype: torch.dtype,
-                  device: torch.device, iters: int, warmup: int) -> list[Cell]:
+                  device: torch.device, iters: int, warmup: int, rounds: int = 1) -> list[Cell]:
     cells = [Cell(shape, system) for system in systems]
     try:
         sets = make_input_sets(shape, dtype, device)
@@ -308,12 +324,15 @@ def measure_shape(shape: Shape, systems: list[System], dtype: torch.dtype,
         return cells
     reference = reference_fp32(sets[0], shape.causal)
     check_outputs(cells, sets[0], reference, dtype)
-    for cell in cells:
-        if cell.status == "ok":
+    for round_index, share in enumerate(round_shares(iters, rounds)):
+        for cell in rotated(cells, round_index):
+            if cell.status != "ok":
+                continue
             try:
-                cell.times_ms = time_system(cell.system, sets, shape.causal, iters, warmup)
+                cell.times_ms += time_system(cell.system, sets, shape.causal, share, warmup)
             except (RuntimeError, fa3.Fa3Error) as error:
                 cell.status, cell.reason = "unavailable", f"timing: {first_line(error)}"
+                cell.times_ms = []
     del sets, reference
     torch.cuda.empty_cache()
     return cells
@@ -496,8 +515,9 @@ def print_environment(device: torch.device, args: argparse.Namespace) -> str:
         print(f"fa3: {fa3.library_path()} ({len(fa3.kernels())} kernels)")
     except fa3.LibraryNotFoundError as error:
         print(f"fa3: not available: {error}")
-    print(f"dtype {args.dtype}; {args.iters} timed calls after {args.warmup} warm-up calls, "
-          f"median with p10-p90 in brackets")
+    print(f"dtype {args.dtype}; {args.iters} timed calls in {args.rounds} round(s), the order "
+          f"of the systems rotating, {args.warmup} warm-up calls before each; median with "
+          f"p10-p90 in brackets")
     print(f"layouts: {LAYOUTS}")
     clocks = nvidia_smi_clocks()
     if clocks:
@@ -524,7 +544,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="comma list of 0/1 (default 0,1)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--iters", type=int, default=None, help="timed calls (default 30)")
-    parser.add_argument("--warmup", type=int, default=None, help="warm-up calls (default 5)")
+    parser.add_argument("--warmup", type=int, default=None,
+                        help="warm-up calls before each round (default 5)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds the timed calls are split into, the systems' order "
+                             "rotating from round to round (default 3; 1: the order given)")
     parser.add_argument("--quick", action="store_true",
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
     parser.add_argument("--systems", default="fa3,cudnn,flash",
@@ -534,6 +558,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     args.seqlens = args.seqlens or (QUICK_SEQLENS if args.quick else DEFAULT_SEQLENS)
     args.iters = args.iters or (10 if args.quick else 30)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
     unknown = set(args.systems.split(",")) - set(all_systems())
     if unknown:
@@ -556,7 +582,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
               for causal in args.causal for seqlen in args.seqlens]
     all_cells = []
     for shape in shapes:
-        cells = measure_shape(shape, systems, dtype, device, args.iters, args.warmup)
+        cells = measure_shape(shape, systems, dtype, device, args.iters, args.warmup,
+                              args.rounds)
         print_shape(cells)
         all_cells.append(cells)
 
