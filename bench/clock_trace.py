@@ -75,7 +75,7 @@ def systems_from(args: argparse.Namespace) -> list[System]:
     known = all_systems()
     chosen = [known[name] for name in args.systems.split(",") if name]
     for kernel in filter(None, args.kernels.split(",")):
-        short = kernel.split("_d", 1)[-1]
+        short = "d" + kernel.split("_d", 1)[-1]  # fa3_fwd_bf16_d128_... -> d128_...
         chosen.append(System(f"fa3:{short}", f"fa3 {short}",
                              lambda q, k, v, causal, name=kernel: fa3.forward(
                                  q, k, v, causal=causal, kernel=name)))
@@ -98,6 +98,8 @@ def main() -> int:
     parser.add_argument("--interval-ms", type=int, default=20)
     parser.add_argument("--json", type=Path, default=None, help="write every block here")
     args = parser.parse_args()
+    if args.rounds < 1 or args.calls < 1 or args.interval_ms < 1:
+        parser.error("--rounds, --calls and --interval-ms must be at least 1")
 
     dtype, device = DTYPES[args.dtype], torch.device("cuda")
     shapes = [Shape(int(s), args.hdim, bool(args.causal)) for s in args.seqlens.split(",")]
@@ -126,9 +128,10 @@ def main() -> int:
     samples = read_samples(trace)
     trace.unlink()
 
+    reasons_note = ", with clock-event reasons" if has_reasons else ""
     print(f"{torch.cuda.get_device_name(device)}, {args.dtype} d{args.hdim} "
           f"causal={args.causal}; {args.calls} calls per block; {len(samples)} nvidia-smi "
-          f"samples (every {args.interval_ms} ms{', with clock-event reasons' if has_reasons else ''})")
+          f"samples (every {args.interval_ms} ms{reasons_note})")
     print(f"{'round':>5} {'system':<28} {'seqlen':>6} {'median ms':>9} {'p10-p90 ms':>15} "
           f"{'TFLOPS':>7} {'SM MHz':>12} {'W':>5} {'C':>3} {'TF/GHz':>7} {'TF/kW':>6}  reasons")
     for block in blocks:

@@ -52,9 +52,12 @@ def read_anchors(path: Path, gpu: str) -> dict[tuple[str, int], tuple[float, flo
     return anchors
 
 
-def read_runs(paths: list[Path]) -> tuple[str, str, dict[tuple[str, int], list[tuple[float, float]]]]:
+Runs = dict[tuple[str, int], list[tuple[float, float]]]
+
+
+def read_runs(paths: list[Path]) -> tuple[str, str, Runs]:
     """The GPU, the dtype and, per (config, seqlen), one (fa3, cuDNN) TFLOPS pair per run."""
-    runs: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    runs: Runs = {}
     gpus, dtypes = set(), set()
     for path in paths:
         cells: dict[tuple[str, int], dict[str, float]] = {}
