@@ -276,6 +276,23 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   CHECK(b != nullptr);
   CHECK(a != b);             // streams that may run at once never share a counter
   CHECK(launch(0x10) == a);  // launches in one stream run in order: they share one
+  {
+    // GQA: the 8 query heads of a K/V head share its 8 MiB (16k keys x 128 x 2 bytes, twice),
+    // so 8 pairs fit in 8 MiB where without GQA 1 does (and a tile per SM asks for 4).
+    Problem gqa;
+    gqa.q = tensor(0x100000000, 1, 16384, 32, 128);
+    gqa.o = tensor(0x400000000, 1, 16384, 32, 128);
+    for (const int64_t kv_heads : {int64_t{4}, int64_t{32}}) {
+      gqa.k = tensor(0x200000000, 1, 16384, kv_heads, 128);
+      gqa.v = tensor(0x300000000, 1, 16384, kv_heads, 128);
+      REQUIRE(fa3_forward_with_kernel(h, name, &gqa.q, &gqa.k, &gqa.v, &gqa.o, gqa.lse,
+                                      &gqa.p, reinterpret_cast<void*>(0x10)) == FA3_OK);
+      unsigned grid = 0, block = 0, smem = 0;
+      fa3::FwdParams params;
+      REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+      CHECK(params.l2_group == (kv_heads == 4 ? 8 : 4));
+    }
+  }
   const std::string calls = fake().calls();
   CHECK(FakeCuda::count(calls, "cuMemAlloc") == 1);  // one chunk holds many counters
   CHECK(FakeCuda::count(calls, "cuMemsetD32") == 1);

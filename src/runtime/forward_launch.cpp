@@ -85,8 +85,12 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.num_tiles = static_cast<int32_t>(tiles);
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
   const int64_t heads_batch = prob.heads * prob.batch;
-  p.l2_group = causal_l2_group(2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2, m_blocks,
-                               heads_batch, sm_count);
+  // The pairs of a group are neighbours, and so are the query heads that share a K/V head
+  // (GQA/MQA): each pair brings 1 / heads_per_kv_head of a K/V head's bytes to the group.
+  const int64_t kv_head_bytes = 2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2;
+  p.l2_group = causal_l2_group(
+      (kv_head_bytes + p.heads_per_kv_head - 1) / p.heads_per_kv_head, m_blocks, heads_batch,
+      sm_count);
   // Every divisor is at least 1 and below 2^31: tiles < 2^31 was checked above.
   p.m_blocks_div = make_fast_divisor(static_cast<uint32_t>(m_blocks));
   p.heads_div = make_fast_divisor(static_cast<uint32_t>(prob.heads));
