@@ -385,7 +385,7 @@ TEST_CASE("causal persistent kernels walk their L2 groups, the last one short",
   // pairs (causal_l2_group in forward_launch.cpp). The shapes above never need more than
   // one group. Here 2 query blocks ask for ~68 pairs (a tile per SM), more than the 8 MiB
   // term (4 * seqlen_k * head_dim = 2 MiB of K and V per K/V head, shared by 3 query heads:
-  // 12 pairs), so the group is the largest power of two within 3 x 6 = 18 pairs, 16, with a
+  // 11 pairs), so the group is the largest power of two within 3 x 6 = 18 pairs, 16, with a
   // last group of 2; GQA 3 divides heads by a divisor that is not a power of two.
   Runner runner;
   uint64_t seed = 4242;

@@ -22,7 +22,7 @@ Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, 
 // - the pairs whose K and V fit in 8 MiB (the public FA3 takes 32 MiB: at 1k those groups
 //   re-read a third of K and V from DRAM and ran 4-7% slower, bench/NOTES.md v17);
 //   kv_bytes_per_pair is what a pair adds: with GQA/MQA the query heads of one K/V head
-//   share its bytes (larger groups: 0 to -1.4% cycles at GQA shapes, NOTES v18);
+//   share its bytes (larger groups: 0 to -1.2% cycles at GQA shapes, NOTES v18);
 // - sm_count / m_blocks + sm_count / 64 pairs: a tile per SM, and more as tiles get longer,
 //   since the last group's longest tile must not run alone (at 16k one pair per group lost
 //   5-8%).
