@@ -73,6 +73,8 @@ def read_runs(paths: list[Path]) -> tuple[str, str, Runs]:
         for key, systems in cells.items():
             if "fa3" in systems and "cudnn" in systems:
                 runs.setdefault(key, []).append((systems["fa3"], systems["cudnn"]))
+    if not runs:
+        raise SystemExit("no cell of the CSVs has both an fa3 and a cuDNN time")
     if len(gpus) != 1 or len(dtypes) != 1:
         raise SystemExit(f"the CSVs mix GPUs {sorted(gpus)} or dtypes {sorted(dtypes)}")
     return gpus.pop(), dtypes.pop(), runs
@@ -86,6 +88,8 @@ def main() -> int:
     parser.add_argument("--min-seqlen", type=int, default=2048,
                         help="the shortest length the target counts (default 2048)")
     args = parser.parse_args()
+    if not args.anchors.is_file():
+        parser.error(f"--anchors {args.anchors}: no such file")
 
     gpu_name, dtype, runs = read_runs(args.csv)
     gpu = "H200" if "H200" in gpu_name else "H100"
@@ -95,7 +99,7 @@ def main() -> int:
     print("cell: fa3 median [range] vs public FA3 anchor, delta; cuDNN-normalized delta "
           "(fa3/cuDNN of the run against FA3/cuDNN of the anchor day); cuDNN vs its anchor")
     below = []
-    for (config, seqlen), pairs in sorted(runs.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+    for (config, seqlen), pairs in sorted(runs.items()):
         if seqlen < args.min_seqlen or (config, seqlen) not in anchors:
             continue
         public, cudnn_anchor = anchors[(config, seqlen)]
