@@ -20,11 +20,11 @@ Method, the same for every system:
   system timed first right after the check gained 4-6% on the other on average, up to 11%
   in a cell (an H200, fa3 and cuDNN in both orders): the GPU reaches its power cap during
   the first system's calls (bench/NOTES.md v18). Each round of a system: warm-up calls,
-  then its share of the --iters calls, each between two CUDA events on the current stream. The GPU is held busy
-  (torch.cuda._sleep) while the calls are queued, so the events measure GPU time only, not
-  Python or launch overhead; Python's garbage collector is off while they are queued (a
-  collection pause longer than the hold would let the GPU run dry, and the calls queued
-  after it would time the host). Median, p10 and p90 over the
+  then its share of the --iters calls, each between two CUDA events on the current stream.
+  The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the events
+  measure GPU time only, not Python or launch overhead; Python's garbage collector is off
+  while they are queued (a collection pause longer than the hold would let the GPU run
+  dry, and the calls queued after it would time the host). Median, p10 and p90 over the
   calls of every round are reported.
 - a backend that cannot run a shape (PyTorch's reason, e.g. a head dim) is a cell with
   that reason, not a crash.
