@@ -14,13 +14,20 @@ allows, and TFLOPS per kW (the inverse of the energy per flop) decides the speed
 per system and length follows, over the rounds after the first (which brings the GPU to
 its steady power state).
 
+With --energy a block is instead --energy-seconds of back-to-back calls (no hold kernel
+before them) between two reads of NVML's energy counter (millijoules since the driver
+loaded): its flops divided by the joules it took give the block's TFLOPS per kW exactly, not
+from 20 ms power samples that miss the short blocks' edges.
+
     python3 bench/clock_trace.py --hdim 128 --seqlens 8192,16384 --systems fa3,cudnn
     python3 bench/clock_trace.py --kernels fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt
+    python3 bench/clock_trace.py --energy --systems "" --kernels A,B --seqlens 16384
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import datetime
 import json
 import statistics
@@ -71,6 +78,52 @@ def read_samples(path: Path) -> list[dict]:
     return samples
 
 
+class EnergyCounter:
+    """NVML's total energy counter of the one GPU (nvmlDeviceGetTotalEnergyConsumption,
+    Volta and later), through ctypes: no pynvml needed."""
+
+    def __init__(self) -> None:
+        self.nvml = ctypes.CDLL("libnvidia-ml.so.1")
+        if self.nvml.nvmlInit_v2() != 0:
+            raise RuntimeError("nvmlInit_v2 failed")
+        count = ctypes.c_uint()
+        self.nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
+        if count.value != 1:
+            raise RuntimeError(f"--energy reads one GPU's counter; NVML sees {count.value}")
+        self.handle = ctypes.c_void_p()
+        if self.nvml.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(self.handle)) != 0:
+            raise RuntimeError("nvmlDeviceGetHandleByIndex_v2 failed")
+
+    def joules(self) -> float:
+        millijoules = ctypes.c_ulonglong()
+        if self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle,
+                                                         ctypes.byref(millijoules)) != 0:
+            raise RuntimeError("nvmlDeviceGetTotalEnergyConsumption failed")
+        return millijoules.value / 1e3
+
+
+def energy_block(system: System, sets: list, causal: bool, seconds: float, warmup: int,
+                 counter: EnergyCounter) -> tuple[int, float, float]:
+    """(calls, seconds, joules) of about `seconds` of back-to-back calls, timed by two events
+    around them and metered by the energy counter read before and after (GPU idle at both)."""
+    with system.context():
+        started = time.perf_counter()
+        for i in range(max(1, warmup)):
+            system.call(*sets[i % len(sets)], causal)
+        torch.cuda.synchronize()
+        per_call = (time.perf_counter() - started) / max(1, warmup)
+        calls = max(10, int(seconds / per_call))
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        before = counter.joules()
+        begin.record()
+        for i in range(calls):
+            system.call(*sets[i % len(sets)], causal)
+        end.record()
+        torch.cuda.synchronize()
+        after = counter.joules()
+    return calls, begin.elapsed_time(end) / 1e3, after - before
+
+
 def systems_from(args: argparse.Namespace) -> list[System]:
     known = all_systems()
     chosen = [known[name] for name in args.systems.split(",") if name]
@@ -97,14 +150,23 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--interval-ms", type=int, default=20)
     parser.add_argument("--json", type=Path, default=None, help="write every block here")
+    parser.add_argument("--energy", action="store_true",
+                        help="blocks of --energy-seconds metered by NVML's energy counter")
+    parser.add_argument("--energy-seconds", type=float, default=1.0)
     args = parser.parse_args()
     if args.rounds < 1 or args.calls < 1 or args.interval_ms < 1:
         parser.error("--rounds, --calls and --interval-ms must be at least 1")
+    if args.energy_seconds <= 0:
+        parser.error("--energy-seconds must be positive")
 
     dtype, device = DTYPES[args.dtype], torch.device("cuda")
     shapes = [Shape(int(s), args.hdim, bool(args.causal)) for s in args.seqlens.split(",")]
     systems = systems_from(args)
+    if not systems:
+        parser.error("no system to time: give --systems or --kernels")
     inputs = {shape: make_input_sets(shape, dtype, device) for shape in shapes}
+    if args.energy:
+        return energy_main(args, shapes, systems, inputs, device)
 
     trace = Path(tempfile.mkstemp(suffix=".csv")[1])
     sampler, has_reasons = start_sampler(trace, args.interval_ms)
@@ -171,6 +233,45 @@ def main() -> int:
               f"{tflops / (mhz / 1e3):7.1f} {tflops / (watts / 1e3):6.0f}")
     if args.json:
         args.json.write_text(json.dumps({"samples": samples, "blocks": blocks}))
+    return 0
+
+
+def energy_main(args: argparse.Namespace, shapes: list[Shape], systems: list[System],
+                inputs: dict, device: torch.device) -> int:
+    counter = EnergyCounter()
+    blocks = []
+    for round_index in range(args.rounds):
+        for shape in shapes:
+            for system in systems:
+                calls, seconds, joules = energy_block(system, inputs[shape], shape.causal,
+                                                      args.energy_seconds, args.warmup, counter)
+                blocks.append({"round": round_index, "system": system.key,
+                               "seqlen": shape.seqlen, "calls": calls, "seconds": seconds,
+                               "joules": joules, "flops": shape.flops})
+    print(f"{torch.cuda.get_device_name(device)}, {args.dtype} d{args.hdim} "
+          f"causal={args.causal}; blocks of ~{args.energy_seconds} s metered by NVML")
+    print(f"{'round':>5} {'system':<40} {'seqlen':>6} {'calls':>5} {'ms/call':>8} "
+          f"{'TFLOPS':>7} {'W':>5} {'TF/kW':>6}")
+    for b in blocks:
+        b["tflops"] = b["flops"] * b["calls"] / b["seconds"] / 1e12
+        b["watts"] = b["joules"] / b["seconds"]
+        b["tf_per_kw"] = b["flops"] * b["calls"] / b["joules"] / 1e9 if b["joules"] > 0 else 0.0
+        print(f"{b['round']:>5} {b['system']:<40} {b['seqlen']:>6} {b['calls']:>5} "
+              f"{1e3 * b['seconds'] / b['calls']:8.4f} {b['tflops']:7.1f} {b['watts']:5.0f} "
+              f"{b['tf_per_kw']:6.0f}")
+    steady = [b for b in blocks if b["round"] >= 1] or blocks
+    print(f"\nsummary over rounds {'1' if args.rounds > 1 else '0'}-{args.rounds - 1} "
+          "(median, min-max of the blocks)")
+    print(f"{'system':<40} {'seqlen':>6} {'TFLOPS':>19} {'W':>5} {'TF/kW':>16}")
+    for key in dict.fromkeys((b["system"], b["seqlen"]) for b in steady):
+        group = [b for b in steady if (b["system"], b["seqlen"]) == key]
+        tf = [b["tflops"] for b in group]
+        eff = [b["tf_per_kw"] for b in group]
+        print(f"{key[0]:<40} {key[1]:>6} {statistics.median(tf):7.1f} "
+              f"({min(tf):5.1f}-{max(tf):5.1f}) {statistics.median(b['watts'] for b in group):5.0f} "
+              f"{statistics.median(eff):6.0f} ({min(eff):4.0f}-{max(eff):4.0f})")
+    if args.json:
+        args.json.write_text(json.dumps({"blocks": blocks}))
     return 0
 
 
