@@ -135,19 +135,6 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_dy_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy_qw"));
 
-  // Persistent clusters: cross-tile, walked statically (no tile counter), causal too.
-  const auto c2xt = fa3::parse_fwd_kernel_name(
-      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2_causal");
-  REQUIRE(c2xt);
-  CHECK(c2xt->cluster_m == 2);
-  CHECK(c2xt->persistent);
-  CHECK(c2xt->causal);
-  CHECK_FALSE(c2xt->draws_tiles());
-  CHECK(fa3::fwd_kernel_name(*c2xt) ==
-        "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2_causal");
-  CHECK(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal")
-            ->draws_tiles());
-
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
@@ -199,9 +186,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_nows_ov",     // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_c2_pp",   // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_causal",  // c2: not causal
-                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_c2",  // c2 persistent: needs xt
-                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy_c2",  // ... walks statically
-                          "fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_c2_causal",  // no hb
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_c2",  // c2: not persistent
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_c2_nows",    // c2: needs the producer
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_as",   // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_as",         // as: needs overlap

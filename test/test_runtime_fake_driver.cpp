@@ -202,37 +202,6 @@ TEST_CASE("fake driver: a 2-CTA cluster kernel gets whole clusters and half-bloc
   fa3_destroy(h);
 }
 
-TEST_CASE("fake driver: a persistent 2-CTA cluster kernel walks tiles of two query blocks",
-          "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;  // seqlen_q 1000 (8 query blocks), 8 heads, batch 3
-  unsigned grid = 0, block = 0, smem = 0;
-  fa3::FwdParams params;
-  for (const char* name : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2",
-                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2_causal"}) {
-    INFO(name);
-    pr.p.causal = fa3::parse_fwd_kernel_name(name)->causal;
-    for (const int64_t seqlen_q : {1000, 800, 1}) {
-      INFO("seqlen_q " << seqlen_q);
-      pr.q.seqlen = pr.o.seqlen = seqlen_q;
-      REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
-                                      nullptr) == FA3_OK);
-      REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-      // 8, 7 and 1 query blocks: 4, 4 and 1 tiles of two blocks per head.
-      const int units = seqlen_q == 1 ? 1 : 4;
-      CHECK(params.num_m_blocks == units);
-      CHECK(params.num_tiles == units * 8 * 3);
-      // Whole clusters, one per two of the fake's 132 SMs, or one per tile.
-      CHECK(grid == 2u * std::min(66u, static_cast<unsigned>(units * 8 * 3)));
-      CHECK(params.tma_k.opaque[10] == 64u);  // each CTA loads half of a 128-row K/V block
-      CHECK(params.tma_v.opaque[10] == 64u);
-      CHECK(params.tile_counter == nullptr);  // a static walk, causal too
-    }
-  }
-  fa3_destroy(h);
-}
-
 TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();

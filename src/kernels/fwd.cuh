@@ -65,9 +65,6 @@ struct FwdTraits {
   static constexpr bool kConditionalRescale = kCfg.conditional_rescale;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   static constexpr int kCluster = kCfg.cluster_m;
-  // Persistent clusters: a tile is kCluster neighbouring query blocks, one per CTA, walked
-  // statically (FwdWork, static_tile).
-  static constexpr bool kClusterTiles = kCfg.persistent && kCfg.cluster_m > 1;
   static constexpr bool kAscending = kCfg.ascending;
   static constexpr bool kCrossTile = kCfg.cross_tile;
   static constexpr bool kQWarp = kCfg.q_warp;
@@ -197,22 +194,11 @@ struct FwdWork {
       bh = t.quot;
     }
     // Causal: blocks near the end of the sequence have the most keys; they go first.
-    const int unit = Tr::kCausal ? p.num_m_blocks - 1 - m : m;
+    m_block = Tr::kCausal ? p.num_m_blocks - 1 - m : m;
     const QuotRem hb = fast_divmod(bh, p.heads_div);
     head = hb.rem;
     batch = hb.quot;
-    if constexpr (Tr::kClusterTiles) {
-      // A tile of a persistent cluster is kCluster neighbouring query blocks (num_m_blocks
-      // counts these units), one per CTA by its rank. Every CTA visits the key blocks of
-      // the last one, so that the K/V blocks each CTA multicasts are the ones all need; a
-      // lower block's extra keys (the causal diagonal of the block above it) are masked
-      // for all its rows.
-      m_block = unit * Tr::kCluster + static_cast<int>(ptx::cluster_ctarank());
-      n_blocks = key_blocks(p, unit * Tr::kCluster + Tr::kCluster - 1);
-    } else {
-      m_block = unit;
-      n_blocks = key_blocks(p, m_block);
-    }
+    n_blocks = key_blocks(p, m_block);
   }
   // A tile decoded already (the dynamic scheduler's tile_record).
   __device__ __forceinline__ FwdWork(const FwdParams& p, int m_block_, int head_, int batch_)
@@ -242,34 +228,11 @@ __device__ __forceinline__ int visited_block(int it, int n_blocks) {
   return Tr::kAscending ? it : n_blocks - 1 - it;
 }
 
-// The k-th tile of a persistent CTA in the static walk: tiles blockIdx.x, blockIdx.x +
-// gridDim.x, ... Persistent clusters walk in clusters: round k gives cluster c tile
-// k * clusters + c, and causal rounds alternate direction (a snake), so that the cluster
-// that took the longest tile of one round takes the shortest of the next and the static
-// walk evens out the longest-first order without a counter (both CTAs of a cluster must
-// compute the same tiles, which a counter would have to be shared for).
-template <class Tr>
-__device__ __forceinline__ int64_t static_tile(int k) {
-  if constexpr (Tr::kClusterTiles) {
-    const int64_t clusters = gridDim.x / Tr::kCluster, cluster = blockIdx.x / Tr::kCluster;
-    const int64_t in_round = Tr::kCausal && (k & 1) ? clusters - 1 - cluster : cluster;
-    return static_cast<int64_t>(k) * clusters + in_round;
-  } else {
-    return blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
-  }
-}
-
 // Calls body(tile, k) for the k-th tile of this CTA. A non-persistent kernel has exactly one
 // tile, blockIdx.x: no loop, and no loop state to keep in registers.
 template <class Tr, class Body>
 __device__ __forceinline__ void for_each_tile(const FwdParams& p, Body&& body) {
-  if constexpr (Tr::kClusterTiles) {
-    for (int k = 0;; ++k) {
-      const int64_t tile = static_tile<Tr>(k);
-      if (tile >= p.num_tiles) break;
-      body(static_cast<int>(tile), k);
-    }
-  } else if constexpr (Tr::kPersistent) {
+  if constexpr (Tr::kPersistent) {
     int k = 0;
     for (int tile = blockIdx.x; tile < p.num_tiles; tile += gridDim.x, ++k) body(tile, k);
   } else {
@@ -364,7 +327,7 @@ __device__ __forceinline__ int consumer_tile_at(const FwdParams& p, const FwdSme
     // the stage index they advance) stays in uniform registers (see fwd_kernel).
     return warp_uniform(static_cast<int>(ptx::ld_shared_u32(sm.tile_slot_of(k))));
   } else {
-    const int64_t tile = static_tile<Tr>(k);
+    const int64_t tile = blockIdx.x + static_cast<int64_t>(k) * gridDim.x;
     return tile < p.num_tiles ? static_cast<int>(tile) : p.num_tiles;
   }
 }

@@ -56,12 +56,8 @@ struct FwdConfig {
   // CTAs per thread-block cluster (1 or 2). The 2 CTAs of a cluster compute neighbouring
   // query blocks of one head, so they read the same K and V: each loads half of every K/V
   // block (block_n/2 rows) and TMA multicasts it into both CTAs' shared memory, halving the
-  // L2 traffic of K/V. A stage is refilled once both CTAs released it. One CTA per tile:
-  // non-causal only (the two blocks would need different key ranges). Persistent (with
-  // cross_tile): a tile is the pair of blocks, both visit the key blocks of the upper one
-  // (the lower one's extra block is masked for all its rows), and the clusters walk the
-  // tiles statically, causal in a snake order (no counter: both CTAs must draw alike). At
-  // the power cap the halved L2 traffic is energy the tensor cores get (bench/NOTES.md v19).
+  // L2 traffic of K/V. A stage is refilled once both CTAs released it. Non-causal only (the
+  // two blocks would need different key ranges) and not persistent.
   int cluster_m = 1;
   // Key blocks in ascending order (0 first, the causal diagonal and the seqlen_k tail last)
   // instead of descending. CTAs that start together on query blocks of one head then read
@@ -125,11 +121,8 @@ struct FwdConfig {
   }
   constexpr int threads() const { return 128 * ((warp_specialized ? 1 : 0) + consumer_warpgroups); }
   // Tiles handed out through the launch's tile counter (the runtime allocates one per stream):
-  // causal persistent kernels always, non-causal persistent ones with dynamic_schedule;
-  // persistent clusters never (they walk statically).
-  constexpr bool draws_tiles() const {
-    return persistent && cluster_m == 1 && (causal || dynamic_schedule);
-  }
+  // causal persistent kernels always, non-causal persistent ones with dynamic_schedule.
+  constexpr bool draws_tiles() const { return persistent && (causal || dynamic_schedule); }
 };
 
 // Shared-memory plan of a forward CTA, in bytes from a 1024-byte aligned base. Every tile
@@ -189,8 +182,7 @@ struct FwdSmemLayout {
 // specialization the loads are issued by a consumer for its own tile: one tile per CTA, not
 // persistent. A cluster's CTAs load through their producer warpgroups; the half K/V block
 // each loads starts on a 1024-byte boundary, the 128-byte swizzle's period of 8 rows, as
-// block_n is a multiple of 16. A persistent cluster is written for the cross-tile loop and
-// its static walk (no tile counter; half_blocks not built with it).
+// block_n is a multiple of 16.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
          (c.consumer_warpgroups == 2 || c.consumer_warpgroups == 3) &&
@@ -201,9 +193,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.b2_order || (c.overlap && !c.double_p && !c.three_stage)) &&
          (c.warp_specialized || !c.persistent) &&
          (c.cluster_m == 1 ||
-          (c.cluster_m == 2 && c.warp_specialized &&
-           (c.persistent ? c.cross_tile && !c.dynamic_schedule && !c.half_blocks
-                         : !c.causal))) &&
+          (c.cluster_m == 2 && !c.causal && !c.persistent && c.warp_specialized)) &&
          (!c.ascending || (c.overlap && c.warp_specialized && !c.double_p && !c.three_stage &&
                            !c.b2_order)) &&
          (!c.exp_after_pv_wait || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order)) &&

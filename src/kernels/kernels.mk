@@ -61,10 +61,8 @@
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
-#        every K/V block and TMA multicasts it into both; one CTA per tile: non-causal,
-#        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8), but +1.5-2.7%
-#        in sustained runs at 16k, at the power cap (v19). With _xt: persistent clusters walk
-#        tiles of two query blocks statically, causal too (bench/NOTES.md v19)
+#        every K/V block and TMA multicasts it into both (non-causal, not persistent);
+#        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
 # s3 (3 K/V stages) fits d64 (persistent too) and d128 n128 (not persistent), not d256;
 # measured the same as s2 except the d64 causal persistent kernels (1-4% faster), so only
 # those are built (bench/NOTES.md v8).
@@ -129,7 +127,6 @@ FWD_TILES := \
   d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3 \
-  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2 d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_c2_causal
+  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

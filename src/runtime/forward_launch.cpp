@@ -74,11 +74,6 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   // (its loads are still the other CTA's half of K and V).
   int64_t m_blocks = (prob.seqlen_q + c.block_m - 1) / c.block_m;
   m_blocks = (m_blocks + c.cluster_m - 1) / c.cluster_m * c.cluster_m;
-  // A persistent cluster's tile is its cluster_m neighbouring query blocks (one per CTA):
-  // the kernel counts those units per head, and the grid is whole clusters.
-  const bool cluster_tiles = c.persistent && c.cluster_m > 1;
-  if (cluster_tiles) m_blocks /= c.cluster_m;
-  const int units = cluster_tiles ? std::max(1, sm_count / c.cluster_m) : std::max(1, sm_count);
   // check_forward bounded ceil(seqlen_q / 64) * heads * batch below 2^31 and block_m >= 128,
   // which leaves room for the rounding of a 2-CTA cluster but not for every larger one.
   const int64_t tiles = m_blocks * prob.heads * prob.batch;
@@ -95,7 +90,7 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   const int64_t kv_head_bytes = 2 * prob.seqlen_k * static_cast<int64_t>(c.head_dim) * 2;
   p.l2_group = causal_l2_group(
       (kv_head_bytes + p.heads_per_kv_head - 1) / p.heads_per_kv_head, m_blocks, heads_batch,
-      units);
+      sm_count);
   // Every divisor is at least 1 and below 2^31: tiles < 2^31 was checked above.
   p.m_blocks_div = make_fast_divisor(static_cast<uint32_t>(m_blocks));
   p.heads_div = make_fast_divisor(static_cast<uint32_t>(prob.heads));
@@ -106,9 +101,7 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.last_group_div = make_fast_divisor(static_cast<uint32_t>(last_group));
   *params = p;
   // Every forward kernel takes a whole SM (registers: __launch_bounds__(threads, 1)).
-  // (A persistent cluster kernel: one cluster per sm_count / cluster_m, all resident at once
-  // on the H100/H200, whose GPCs have even SM counts; a static walk needs them to be.)
-  *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, units) * c.cluster_m
+  *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, std::max(1, sm_count))
                                              : p.num_tiles);
   return Error::ok();
 }
