@@ -52,6 +52,7 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_CROSS_TILE=$(if $(filter xt,$(call fwd_words,$(1))),true,false) \
             -DFA3_Q_WARP=$(if $(filter qw,$(call fwd_words,$(1))),true,false) \
             -DFA3_THREE_Q_BUFFERS=$(if $(filter q3,$(call fwd_words,$(1))),true,false) \
+            -DFA3_Q_WARP_STORES_O=$(if $(filter os,$(call fwd_words,$(1))),true,false) \
             -DFA3_DYNAMIC_SCHEDULE=$(if $(filter dy,$(call fwd_words,$(1))),true,false) \
             -DFA3_EXP_AFTER_PV_WAIT=$(if $(filter ew,$(call fwd_words,$(1))),true,false) \
             -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \

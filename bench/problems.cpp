@@ -106,7 +106,8 @@ std::string kernel_variant(const std::string& kernel_name) {
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
        persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
        ascending = false, half_blocks = false, row_sum_mma = false, cross_tile = false,
-       q_warp = false, three_q_buffers = false, dynamic = false, cluster = false, no_warp_specialization = false;
+       q_warp = false, three_q_buffers = false, q_warp_stores_o = false, dynamic = false,
+       cluster = false, no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -126,6 +127,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "ls") row_sum_mma = true;
     else if (t == "qw") q_warp = true;
     else if (t == "q3") three_q_buffers = true;
+    else if (t == "os") q_warp_stores_o = true;
     else if (t == "dy") dynamic = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
@@ -146,6 +148,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (cross_tile) s += ", tiles pipelined into each other";
   if (q_warp) s += " (Q from a warp of its own)";
   if (three_q_buffers) s += " in three buffers";
+  if (q_warp_stores_o) s += ", which also stores O";
   if (dynamic) s += ", tiles handed out through a counter";
   if (cluster) s += " + 2-CTA clusters (K/V multicast)";
   if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";

@@ -135,6 +135,18 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_dy_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy_qw"));
 
+  // _os: after _q3, with _qw and two Q buffers.
+  const auto os =
+      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
+  REQUIRE(os);
+  CHECK(os->q_warp_stores_o);
+  CHECK(os->dynamic_schedule);
+  CHECK(fa3::fwd_kernel_name(*os) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
+  CHECK_FALSE(qw->q_warp_stores_o);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_os"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_os"));
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_os"));
+
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");

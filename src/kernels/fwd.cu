@@ -39,6 +39,7 @@ struct ThisConfig {
     c.cross_tile = FA3_CROSS_TILE;
     c.q_warp = FA3_Q_WARP;
     c.three_q_buffers = FA3_THREE_Q_BUFFERS;
+    c.q_warp_stores_o = FA3_Q_WARP_STORES_O;
     c.dynamic_schedule = FA3_DYNAMIC_SCHEDULE;
     c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
     c.half_blocks = FA3_HALF_BLOCKS;

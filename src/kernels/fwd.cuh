@@ -96,6 +96,8 @@ struct FwdTraits {
   // issued the store in the next tile's epilogue (fwd_epilogue), not right after the store;
   // the other threads hand it back in its own epilogue.
   static constexpr bool kLateQRelease = kCfg.three_q_buffers;
+  // Config::q_warp_stores_o: the Q warp stores O; the consumers only write it to shared memory.
+  static constexpr bool kQWarpStoresO = kCfg.q_warp_stores_o;
   static constexpr bool kOOverQ = kPersistent && kOInQBuffer;
 
   using QTile = tile::SwizzledTile<kBlockM, kHeadDim>;   // Q_i, and O_i
@@ -380,6 +382,16 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
                        full, c * 64, w.first_row(wg), w.head, w.batch);
 }
 
+// The TMA store of one consumer warpgroup's O rows (staged at o_rows, first query row
+// first_row), one 64-column chunk at a time; the caller commits the bulk group.
+template <class Tr>
+__device__ __forceinline__ void store_o_rows(const FwdParams& p, uint32_t o_rows, int first_row,
+                                             int head, int batch) {
+  for (int c = 0; c < Tr::QTile::kChunks; ++c)
+    ptx::tma_store_4d(&p.tma_o, o_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row, head,
+                      batch);
+}
+
 // Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
 // consumers released it. Rows past seqlen_k are zero-filled by TMA (and masked by the
 // consumers). In a cluster, this CTA loads its share of the rows (the map's box is
@@ -457,9 +469,14 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
 // current one) and publishes each (tile_ready) before its Q; a tile past the end stops the
 // K/V thread and the consumers.
 template <class Tr>
+__device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const FwdSmem<Tr>& sm);
+
+template <class Tr>
 __device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<Tr>& sm) {
   ptx::prefetch_tensormap(&p.tma_q);
-  if constexpr (Tr::kDynamic) {
+  if constexpr (Tr::kQWarpStoresO) {
+    fwd_q_loader_storing_o<Tr>(p, sm);
+  } else if constexpr (Tr::kDynamic) {
     int tile = blockIdx.x;
     for (int k = 0;; ++k) {
       if (tile >= p.num_tiles) {
@@ -481,6 +498,87 @@ __device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<T
       producer_claim_q<Tr>(sm, tile, &w, k);
       load_q<Tr>(p, sm, w, k);
     });
+  }
+}
+
+// Config::q_warp_stores_o: the TMA store of the O of the CTA's k-th tile (tile w), which
+// its consumers wrote over Q buffer k before they arrived on q_empty.
+template <class Tr>
+__device__ __forceinline__ void q_warp_store_o(const FwdParams& p, const FwdSmem<Tr>& sm,
+                                               const FwdWork<Tr>& w, int k) {
+  for (int wg = 0; wg < Tr::kConsumers; ++wg)
+    store_o_rows<Tr>(p, sm.o_buffer(k) + Tr::warpgroup_rows_offset(wg), w.first_row(wg), w.head,
+                     w.batch);
+  ptx::bulk_commit_group();
+}
+
+// How long one try of the Q warp's two-barrier wait below may suspend it: short, as the
+// other barrier's phase may complete meanwhile and goes unnoticed until the try returns.
+constexpr uint32_t kTwoWaitSuspendNs = 100;
+
+// fwd_q_loader with Config::q_warp_stores_o. After tile k's Q, the thread waits for tile
+// k-1's consumers (q_empty: its O is in the buffer) and stores that O; the store has read the
+// buffer long before the buffer's next Q (tile k+1), which waits for the read. Dynamic: the
+// draw of tile k+1 (draw_go, kDrawLead blocks before tile k's end) comes before tile k-1's
+// O when tile k is short, so the thread waits for whichever comes first.
+template <class Tr>
+__device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const FwdSmem<Tr>& sm) {
+  static_assert(Tr::kOOverQ && Tr::kQBuffers == 2, "_os: O over two Q buffers");
+  ptx::prefetch_tensormap(&p.tma_o);
+  FwdWork<Tr> prev{};  // tile k-1, whose O is stored during tile k
+  auto wait_and_store_prev = [&](int k) {
+    tile::mbarrier_wait_idle(sm.q_empty_bar(k - 1), sm.q_parity(k - 1));
+    q_warp_store_o<Tr>(p, sm, prev, k - 1);
+  };
+  // The store of tile k-2's O (from Q buffer k) has read the buffer: it may take tile k.
+  auto buffer_read = [&](int k) {
+    if (k >= Tr::kQBuffers) ptx::bulk_wait_group_read<0>();
+  };
+  if constexpr (Tr::kDynamic) {
+    int tile = blockIdx.x;
+    for (int k = 0;; ++k) {
+      buffer_read(k);
+      if (tile >= p.num_tiles) {
+        producer_claim_q<Tr>(sm, tile, nullptr, k);
+        ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+        ptx::mbarrier_arrive(sm.q_full_bar(k));
+        if (k > 0) wait_and_store_prev(k);
+        ptx::bulk_wait_group_read<0>();  // shared memory outlives the store's reads
+        return;
+      }
+      const FwdWork<Tr> w(p, tile);
+      // (Its q_empty wait is for the phase of tile k-2, which the store below saw complete.)
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+      load_q<Tr>(p, sm, w, k);
+      bool stored = k == 0, drawn = false;
+      while (!stored || !drawn) {
+        if (!stored && ptx::mbarrier_try_wait_parity_for(sm.q_empty_bar(k - 1), sm.q_parity(k - 1),
+                                                          kTwoWaitSuspendNs)) {
+          q_warp_store_o<Tr>(p, sm, prev, k - 1);
+          stored = true;
+        }
+        if (!drawn && ptx::mbarrier_try_wait_parity_for(sm.draw_go, static_cast<uint32_t>(k & 1),
+                                                         kTwoWaitSuspendNs)) {
+          tile = draw_tile(p);
+          drawn = true;
+        }
+      }
+      prev = w;
+    }
+  } else {
+    int tiles = 0;
+    for_each_tile<Tr>(p, [&](int tile, int k) {
+      buffer_read(k);
+      const FwdWork<Tr> w(p, tile);
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      load_q<Tr>(p, sm, w, k);
+      if (k > 0) wait_and_store_prev(k);
+      prev = w;
+      tiles = k + 1;
+    });
+    if (tiles > 0) wait_and_store_prev(tiles);
+    ptx::bulk_wait_group_read<0>();  // shared memory outlives the store's reads
   }
 }
 
@@ -1282,12 +1380,18 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
     ptx::st_shared_u32(o_rows + Tr::QTile::offset(row, col), packed);
   }
   ptx::fence_proxy_async_shared();  // generic-proxy writes -> TMA (async proxy) reads
-  ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+  if constexpr (Tr::kQWarpStoresO) {
+    // Done with the buffer (its Q read, its tile slot read, these O rows written): the Q
+    // warp stores O once every consumer thread has arrived (fwd_q_loader).
+    ptx::mbarrier_arrive(sm.q_empty_bar(k));
+  } else {
+    ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
+  }
   // Config::three_q_buffers: every thread but the storing one is done with this Q buffer (its
   // tile slot, its O rows written); its arrival is the thread's own, as racecheck wants it.
   if constexpr (Tr::kLateQRelease)
     if (thread_in_wg != 0) ptx::mbarrier_arrive(sm.q_empty_bar(k));
-  if (thread_in_wg == 0) {
+  if (!Tr::kQWarpStoresO && thread_in_wg == 0) {
     // Config::three_q_buffers: the previous tile's O store has had this tile's key blocks to
     // read its Q buffer: hand that buffer back (to the Q of tile k + 2), before this store
     // is issued, so the wait is for the old store alone and finds it done.
@@ -1296,15 +1400,13 @@ __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<T
         ptx::bulk_wait_group_read<0>();
         ptx::mbarrier_arrive(sm.q_empty_bar(k - 1));
       }
-    for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_store_4d(&p.tma_o, o_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row,
-                        w.head, w.batch);
+    store_o_rows<Tr>(p, o_rows, first_row, w.head, w.batch);
     ptx::bulk_commit_group();
   }
   // Every thread arrives, after the storing thread has seen the store read the buffer: a
   // lane-0 arrival after the barrier orders the other lanes' reads of the tile slot before
   // the next write of it as well, but racecheck reports them (as for release_q).
-  if constexpr (Tr::kOOverQ && !Tr::kLateQRelease) {
+  if constexpr (Tr::kOOverQ && !Tr::kLateQRelease && !Tr::kQWarpStoresO) {
     if (thread_in_wg == 0) ptx::bulk_wait_group_read<0>();
     ptx::named_barrier_sync(kBarrierEpilogueBase + wg, 128);
     ptx::mbarrier_arrive(sm.q_empty_bar(k));

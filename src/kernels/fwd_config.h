@@ -89,6 +89,14 @@ struct FwdConfig {
   // each epilogue for that read (and the next Q is late behind it): at d64 causal 1k the two
   // waits took ~5% of the warp samples (bench/NOTES.md v15).
   bool three_q_buffers = false;
+  // With q_warp (two Q buffers): the Q warp also stores each tile's O (_os). The consumers
+  // write their O rows over the tile's Q buffer and arrive on its q_empty barrier, nothing
+  // more: the Q warp issues the TMA store as soon as all have, and waits for the store to
+  // read the buffer before the buffer's next Q. Otherwise a consumer thread stores its
+  // warpgroup's O and the warpgroup waits, at a named barrier, for the store to read it
+  // before handing the buffer back (the wait _q3 moves a tile later, which the d128 _ls
+  // kernels have no shared memory for).
+  bool q_warp_stores_o = false;
   // Persistent, non-causal: tiles handed out through the launch's counter, in the static
   // walk's order, as causal persistent kernels always are (they also reorder them), instead of
   // CTA i taking tiles i, i + grid, ... A CTA that runs slower takes fewer tiles, and the tiles
@@ -200,6 +208,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.cross_tile || (c.persistent && c.overlap && !c.double_p && !c.three_stage &&
                             !c.b2_order)) &&
          (!c.q_warp || c.cross_tile) && (!c.three_q_buffers || c.q_warp) &&
+         (!c.q_warp_stores_o || (c.q_warp && !c.three_q_buffers)) &&
          (!c.dynamic_schedule || (c.persistent && !c.causal)) &&
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&

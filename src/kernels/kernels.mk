@@ -57,6 +57,9 @@
 #        storing thread in the next tile's epilogue, so no warp waits for the store's read,
 #        and the next Q loads a tile ahead: +0.5-1.8% d64 causal, +0.4-1.5% d128 causal.
 #        Fits d64 and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V stages at d128)
+#   _os  with _qw (two Q buffers): the Q warp stores each tile's O; the consumers write it to
+#        shared memory and go on, where they waited for the store to read it (the wait _q3
+#        moves a tile later, without room for _ls at d128) (bench/NOTES.md v19)
 #   _dy  persistent non-causal: tiles drawn from the launch's counter in the static walk's
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)
@@ -127,6 +130,8 @@ FWD_TILES := \
   d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3 \
-  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy
+  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy \
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -49,7 +49,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ls, ew, as, hb, pp, ps, xt, qw, q3,
+  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ls, ew, as, hb, pp, ps, xt, qw, q3, os,
   // dy, c2, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
@@ -66,6 +66,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "xt") c.cross_tile = true, ++i;
   if (i < t.size() && t[i] == "qw") c.q_warp = true, ++i;
   if (i < t.size() && t[i] == "q3") c.three_q_buffers = true, ++i;
+  if (i < t.size() && t[i] == "os") c.q_warp_stores_o = true, ++i;
   if (i < t.size() && t[i] == "dy") c.dynamic_schedule = true, ++i;
   if (i < t.size() && t[i] == "c2") c.cluster_m = 2, ++i;
   if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
@@ -96,6 +97,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.cross_tile) s += "_xt";
   if (c.q_warp) s += "_qw";
   if (c.three_q_buffers) s += "_q3";
+  if (c.q_warp_stores_o) s += "_os";
   if (c.dynamic_schedule) s += "_dy";
   if (c.cluster_m == 2) s += "_c2";
   if (!c.warp_specialized) s += "_nows";

@@ -470,6 +470,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"cross_tile", c.cross_tile},
               {"q_warp", c.q_warp},
               {"three_q_buffers", c.three_q_buffers},
+              {"q_warp_stores_o", c.q_warp_stores_o},
               {"dynamic_schedule", c.dynamic_schedule},
               {"half_blocks", c.half_blocks},
               {"row_sum_mma", c.row_sum_mma},

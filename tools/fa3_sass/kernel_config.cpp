@@ -100,6 +100,7 @@ const FlagToken kFlags[] = {
     {"xt", &KernelTraits::cross_tile},
     {"qw", &KernelTraits::q_warp},
     {"q3", &KernelTraits::three_q_buffers},
+    {"os", &KernelTraits::q_warp_stores_o},
     {"dy", &KernelTraits::dynamic_schedule},
     {"c2", &KernelTraits::cluster},
     {"nows", &KernelTraits::no_warp_specialization},
@@ -220,6 +221,7 @@ std::string describe(const KernelTraits& t) {
   if (t.cross_tile) s += ", cross-tile pipelining";
   if (t.q_warp) s += ", Q warp";
   if (t.three_q_buffers) s += ", three Q buffers";
+  if (t.q_warp_stores_o) s += ", O stored by the Q warp";
   if (t.dynamic_schedule) s += ", tiles from a counter";
   if (t.half_blocks) s += ", half-width masked blocks";
   if (t.row_sum_mma) s += ", row sums by the PV GEMM";

@@ -48,6 +48,7 @@ struct KernelTraits {
   bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
   bool q_warp = false;            // _qw: Q loaded by a producer warp of its own
   bool three_q_buffers = false;   // _q3: three Q buffers, each released a tile after its store
+  bool q_warp_stores_o = false;   // _os: the Q warp stores O
   bool dynamic_schedule = false;  // _dy: non-causal tiles handed out through a counter
   bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
   bool row_sum_mma = false;       // _ls: the PV GEMM 8 columns wider, for the row sums
