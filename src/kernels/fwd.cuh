@@ -551,18 +551,25 @@ __device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const
       producer_claim_q<Tr>(sm, tile, &w, k);
       ptx::mbarrier_arrive(sm.tile_ready_bar(k));
       load_q<Tr>(p, sm, w, k);
+      // Whichever comes first, in short tries; then the other in the long tries of an idle
+      // wait, as this warp's other waits (no faster or slower than short tries throughout,
+      // measured; fewer issued instructions).
       bool stored = k == 0, drawn = false;
-      while (!stored || !drawn) {
-        if (!stored && ptx::mbarrier_try_wait_parity_for(sm.q_empty_bar(k - 1), sm.q_parity(k - 1),
-                                                          kTwoWaitSuspendNs)) {
+      while (!stored && !drawn) {
+        if (ptx::mbarrier_try_wait_parity_for(sm.q_empty_bar(k - 1), sm.q_parity(k - 1),
+                                              kTwoWaitSuspendNs)) {
           q_warp_store_o<Tr>(p, sm, prev, k - 1);
           stored = true;
-        }
-        if (!drawn && ptx::mbarrier_try_wait_parity_for(sm.draw_go, static_cast<uint32_t>(k & 1),
-                                                         kTwoWaitSuspendNs)) {
+        } else if (ptx::mbarrier_try_wait_parity_for(sm.draw_go, static_cast<uint32_t>(k & 1),
+                                                     kTwoWaitSuspendNs)) {
           tile = draw_tile(p);
           drawn = true;
         }
+      }
+      if (!stored) wait_and_store_prev(k);
+      if (!drawn) {
+        tile::mbarrier_wait_idle(sm.draw_go, static_cast<uint32_t>(k & 1));
+        tile = draw_tile(p);
       }
       prev = w;
     }
