@@ -25,7 +25,9 @@
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
 #   clocks: bench/clock_trace.py $CLOCK_ARGS (default d128 bf16 non-causal 4k-16k, fa3 and
 #       cuDNN): each system's time in blocks of calls next to the SM clock and power that
-#       nvidia-smi sampled during the block, TFLOPS per GHz and per kW (bench/NOTES.md v18)
+#       nvidia-smi sampled during the block, TFLOPS per GHz and per kW (bench/NOTES.md v18);
+#       CLOCK_ARGS="--energy --systems= --kernels A,B": ~1 s blocks of back-to-back calls, the
+#       kernels' sustained speed at the power cap (v19)
 #   ncu-systems: one compare.py cell ($PROFILE_ARGS, default --hdim 64 --seqlen 1024 --causal 1)
 #       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
 #       bench/profile_call.py: the kernels a call launches, then the attention kernel's
