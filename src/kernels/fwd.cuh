@@ -547,13 +547,13 @@ __device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const
         return;
       }
       const FwdWork<Tr> w(p, tile);
-      // (Its q_empty wait is for the phase of tile k-2, which the store below saw complete.)
+      // (Its q_empty wait, for tile k-2's phase, returns at once: the previous iteration
+      // waited for that phase before it stored tile k-2's O.)
       producer_claim_q<Tr>(sm, tile, &w, k);
       ptx::mbarrier_arrive(sm.tile_ready_bar(k));
       load_q<Tr>(p, sm, w, k);
       // Whichever comes first, in short tries; then the other in the long tries of an idle
-      // wait, as this warp's other waits (no faster or slower than short tries throughout,
-      // measured; fewer issued instructions).
+      // wait, as this warp's other waits (measured: the same speed as short tries throughout).
       bool stored = k == 0, drawn = false;
       while (!stored && !drawn) {
         if (ptx::mbarrier_try_wait_parity_for(sm.q_empty_bar(k - 1), sm.q_parity(k - 1),
