@@ -25,7 +25,8 @@
 #        quadrant) gets a half-width QK^T and softmax, and PV where possible: +0.7-1.5% for
 #        d128 _pp_ps causal at 512-2k, +-0.2% for d128 _xt_qw causal; d64 m128 s2 _xt_qw
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
-#        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13)
+#        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13);
+#        with _cr and _ls together it does not (d128 _cr_ls_hb, NOTES v19), with _ls alone it does
 #   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
 #        V stage) instead of FADDs: d128 non-causal +0.6-1.9%, causal +0.1-0.7% (fa3-tune's
 #        margins), d64 none; eight separate m64n8k16 GEMMs were 5-9% slower (NOTES v14)
@@ -132,6 +133,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3 \
   d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_causal
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_causal \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
