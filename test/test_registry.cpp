@@ -8,6 +8,16 @@
 #include "fa3/fa3.h"
 #include "runtime/kernel_registry.h"
 
+namespace {
+// The config of a kernel name that must parse, and that fwd_kernel_name gives back unchanged.
+fa3::FwdConfig round_trip(const std::string& name) {
+  const auto c = fa3::parse_fwd_kernel_name(name);
+  REQUIRE(c);
+  CHECK(fa3::fwd_kernel_name(*c) == name);
+  return *c;
+}
+}  // namespace
+
 TEST_CASE("forward kernel names parse into their configs and back", "[cpu][registry]") {
   const auto c = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
   REQUIRE(c);
@@ -105,16 +115,13 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_hb_causal"));
 
   // _q3: after _qw (and only with it); three Q buffers, a 16-byte tile slot each.
-  const auto q3 =
-      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
-  REQUIRE(q3);
-  CHECK(q3->three_q_buffers);
-  CHECK(q3->q_warp);
-  CHECK(fa3::fwd_kernel_name(*q3) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
+  const auto q3 = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
+  CHECK(q3.three_q_buffers);
+  CHECK(q3.q_warp);
   CHECK_FALSE(qw->three_q_buffers);
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_q3"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_q3_qw_xt"));
-  const fa3::FwdSmemLayout l3 = fa3::FwdSmemLayout::of(*q3);
+  const fa3::FwdSmemLayout l3 = fa3::FwdSmemLayout::of(q3);
   CHECK(l3.q_buffers == 3);
   CHECK(l3.k_offset == 3 * l3.q_bytes);
   CHECK(l3.o_over_q());
@@ -125,24 +132,20 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_q3"));
 
   // _dy: after _q3; persistent non-causal only (causal persistent kernels always draw).
-  const auto dy = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
-  REQUIRE(dy);
-  CHECK(dy->dynamic_schedule);
-  CHECK(dy->persistent);
-  CHECK(fa3::fwd_kernel_name(*dy) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
+  const auto dy = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
+  CHECK(dy.dynamic_schedule);
+  CHECK(dy.persistent);
   CHECK_FALSE(qw->dynamic_schedule);
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_dy"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_dy_causal"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy_qw"));
 
   // _os: after _q3, with _qw and two Q buffers.
-  const auto os =
-      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
-  REQUIRE(os);
-  CHECK(os->q_warp_stores_o);
-  CHECK(os->dynamic_schedule);
-  CHECK(fa3::fwd_kernel_name(*os) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
+  const auto os = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
+  CHECK(os.q_warp_stores_o);
+  CHECK(os.dynamic_schedule);
   CHECK_FALSE(qw->q_warp_stores_o);
+  CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal").half_blocks);
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_os"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_os"));
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_os"));
