@@ -26,7 +26,8 @@
 #        d128 _pp_ps causal at 512-2k, +-0.2% for d128 _xt_qw causal; d64 m128 s2 _xt_qw
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
 #        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13);
-#        with _cr and _ls together it does not (d128 _cr_ls_hb, NOTES v19), with _ls alone it does
+#        with _cr and _ls together it does not: d128 _cr_ls_hb, +0.1-1.6% over _cr_ls at 1k-16k,
+#        the causal pick from 768 (NOTES v19); with _ls alone it does
 #   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
 #        V stage) instead of FADDs: d128 non-causal +0.6-1.9%, causal +0.1-0.7% (fa3-tune's
 #        margins), d64 none; eight separate m64n8k16 GEMMs were 5-9% slower (NOTES v14)
@@ -60,7 +61,8 @@
 #        Fits d64 and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V stages at d128)
 #   _os  with _qw (two Q buffers): the Q warp stores each tile's O; the consumers write it to
 #        shared memory and go on, where they waited for the store to read it (the wait _q3
-#        moves a tile later, without room for _ls at d128) (bench/NOTES.md v19)
+#        moves a tile later, without room for _ls at d128): d128 _cr_ls causal +0.8-1% at 2k,
+#        +0.2% at 4k, -0.2 to -0.75% from 8k; picked at 1.5k-6k (bench/NOTES.md v19)
 #   _dy  persistent non-causal: tiles drawn from the launch's counter in the static walk's
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)

@@ -10,8 +10,8 @@
 // each V stage), _ew: exponentials after the PV wait, _as: key
 // blocks visited first to last, _hb: half-width blocks where a warpgroup's upper half is
 // masked, _pp: pingpong scheduling, _ps: persistent grid, _xt: tiles pipelined into each
-// other, _qw: Q loaded by a producer warp of its own, _q3: three Q buffers, _os: O stored by the Q warp, _dy: non-causal tiles
-// handed out through a counter, _c2: clusters of 2 CTAs sharing K/V
+// other, _qw: Q loaded by a producer warp of its own, _q3: three Q buffers, _os: O stored by
+// the Q warp, _dy: non-causal tiles handed out through a counter, _c2: clusters of 2 CTAs sharing K/V
 // through TMA multicast, _nows: no producer warpgroup). The name is the only place a kernel's config is
 // written down for the host: the Makefile derives the compile definitions from it, and the
 // runtime parses it back.
