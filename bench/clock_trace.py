@@ -15,9 +15,10 @@ per system and length follows, over the rounds after the first (which brings the
 its steady power state).
 
 With --energy a block is instead --energy-seconds of back-to-back calls (no hold kernel
-before them) between two reads of NVML's energy counter (millijoules since the driver
-loaded): its flops divided by the joules it took give the block's TFLOPS per kW exactly, not
-from 20 ms power samples that miss the short blocks' edges.
+before them), timed by two events: the kernels' sustained speed at the power cap, steady to
+about 0.5% from block to block. It also reads NVML's energy counter (millijoules since the
+driver loaded) before and after, for TFLOPS per kW; on the H100 that counter proved too coarse
+for ~1 s blocks (single blocks above the 700 W cap; bench/NOTES.md v19).
 
     python3 bench/clock_trace.py --hdim 128 --seqlens 8192,16384 --systems fa3,cudnn
     python3 bench/clock_trace.py --kernels fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt

@@ -461,46 +461,6 @@ __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<T
   });
 }
 
-// Config::q_warp: the producer warpgroup's second warp loads Q (one thread), apart from the
-// K/V thread, each tile's as soon as its buffer is free (the epilogue of the tile two
-// before has read it), so the next Q is there before this tile's last PV even when the tile
-// is short; one thread issuing both would block its K/V loads on that buffer (bench/NOTES.md
-// v9). Dynamic: this thread also draws the tiles (kDrawLead blocks before the end of the
-// current one) and publishes each (tile_ready) before its Q; a tile past the end stops the
-// K/V thread and the consumers.
-template <class Tr>
-__device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const FwdSmem<Tr>& sm);
-
-template <class Tr>
-__device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<Tr>& sm) {
-  ptx::prefetch_tensormap(&p.tma_q);
-  if constexpr (Tr::kQWarpStoresO) {
-    fwd_q_loader_storing_o<Tr>(p, sm);
-  } else if constexpr (Tr::kDynamic) {
-    int tile = blockIdx.x;
-    for (int k = 0;; ++k) {
-      if (tile >= p.num_tiles) {
-        producer_claim_q<Tr>(sm, tile, nullptr, k);
-        ptx::mbarrier_arrive(sm.tile_ready_bar(k));
-        ptx::mbarrier_arrive(sm.q_full_bar(k));
-        return;
-      }
-      const FwdWork<Tr> w(p, tile);
-      producer_claim_q<Tr>(sm, tile, &w, k);
-      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
-      load_q<Tr>(p, sm, w, k);
-      tile::mbarrier_wait_idle(sm.draw_go, static_cast<uint32_t>(k & 1));
-      tile = draw_tile(p);
-    }
-  } else {
-    for_each_tile<Tr>(p, [&](int tile, int k) {
-      const FwdWork<Tr> w(p, tile);
-      producer_claim_q<Tr>(sm, tile, &w, k);
-      load_q<Tr>(p, sm, w, k);
-    });
-  }
-}
-
 // Config::q_warp_stores_o: the TMA store of the O of the CTA's k-th tile (tile w), which
 // its consumers wrote over Q buffer k before they arrived on q_empty.
 template <class Tr>
@@ -586,6 +546,43 @@ __device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const
     });
     if (tiles > 0) wait_and_store_prev(tiles);
     ptx::bulk_wait_group_read<0>();  // shared memory outlives the store's reads
+  }
+}
+
+// Config::q_warp: the producer warpgroup's second warp loads Q (one thread), apart from the
+// K/V thread, each tile's as soon as its buffer is free (the epilogue of the tile two
+// before has read it), so the next Q is there before this tile's last PV even when the tile
+// is short; one thread issuing both would block its K/V loads on that buffer (bench/NOTES.md
+// v9). Dynamic: this thread also draws the tiles (kDrawLead blocks before the end of the
+// current one) and publishes each (tile_ready) before its Q; a tile past the end stops the
+// K/V thread and the consumers.
+template <class Tr>
+__device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<Tr>& sm) {
+  ptx::prefetch_tensormap(&p.tma_q);
+  if constexpr (Tr::kQWarpStoresO) {
+    fwd_q_loader_storing_o<Tr>(p, sm);
+  } else if constexpr (Tr::kDynamic) {
+    int tile = blockIdx.x;
+    for (int k = 0;; ++k) {
+      if (tile >= p.num_tiles) {
+        producer_claim_q<Tr>(sm, tile, nullptr, k);
+        ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+        ptx::mbarrier_arrive(sm.q_full_bar(k));
+        return;
+      }
+      const FwdWork<Tr> w(p, tile);
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      ptx::mbarrier_arrive(sm.tile_ready_bar(k));
+      load_q<Tr>(p, sm, w, k);
+      tile::mbarrier_wait_idle(sm.draw_go, static_cast<uint32_t>(k & 1));
+      tile = draw_tile(p);
+    }
+  } else {
+    for_each_tile<Tr>(p, [&](int tile, int k) {
+      const FwdWork<Tr> w(p, tile);
+      producer_claim_q<Tr>(sm, tile, &w, k);
+      load_q<Tr>(p, sm, w, k);
+    });
   }
 }
 
