@@ -277,6 +277,25 @@ TEST_CASE("fa3-sass: the real mainloops of Algorithm 2 in both orders", "[cpu][s
   CHECK_FALSE(run_check(CheckId::GemmSoftmaxOverlap, b).pass);
 }
 
+TEST_CASE("fa3-sass: an _hb kernel's mainloop is its straight key-block loop", "[cpu][sass]") {
+  // The masked steps of _hb run in a loop of two bodies (half or full width), 32 HGMMAs
+  // between them; the hot loop, every unmasked key block, has 16 in one body.
+  const FixtureCase hb{"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal.sass",
+                       "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal", ""};
+  const SassFunction f = fixture_functions(hb)[0];
+  size_t loops_of_alternatives = 0;
+  for (const Loop& l : find_loops(f))
+    loops_of_alternatives += l.alternative_bodies && l.wgmma == 32;
+  CHECK(loops_of_alternatives >= 1);
+  const KernelReport k = analyze_kernel(f);
+  REQUIRE(k.mainloop);
+  CHECK_FALSE(k.mainloop->loop.alternative_bodies);
+  CHECK(k.mainloop->loop.wgmma == 16);
+  REQUIRE(k.mainloop->groups.size() == 2);
+  CHECK(k.mainloop->groups[0].kinds.begin()->first.shape == "64x128x16");
+  CHECK(k.check(CheckId::GemmSoftmaxOverlap)->pass);
+}
+
 TEST_CASE("fa3-sass: the B.2 mainloop facts of the good 2-stage fixture", "[cpu][sass]") {
   const SassFunction f = parse_sass_text(read_file(fixture_dir() / "good_overlap.sass")).functions.at(0);
   const KernelReport k = analyze_kernel(f);

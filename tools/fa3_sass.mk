@@ -8,6 +8,9 @@ FA3_SASS_LIB_SRCS := tools/fa3_sass/sass_text.cpp tools/fa3_sass/instruction_cla
                      tools/fa3_sass/analysis.cpp tools/fa3_sass/report.cpp \
                      tools/fa3_sass/disassembler.cpp
 FA3_SASS_LIB_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(FA3_SASS_LIB_SRCS))
+# The Makefile's fa3_tests rule comes before this file, where the variable is still empty: its
+# recipe sees the objects, its prerequisites would not (no relink after an analyzer change).
+$(BUILD)/fa3_tests: $(FA3_SASS_LIB_OBJS)
 # The program: the analyzer, libfa3 opened with dlopen (never linked), the command line.
 FA3_SASS_SRCS := $(FA3_SASS_LIB_SRCS) tools/fa3_sass/fa3_library.cpp tools/fa3_sass/main.cpp
 FA3_SASS_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(FA3_SASS_SRCS))

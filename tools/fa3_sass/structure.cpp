@@ -125,6 +125,13 @@ std::vector<Loop> find_loops(const SassFunction& f) {
       loop.wgmma += is_wgmma(c);
       loop.warp_mma += c == InstrClass::WarpMma;
     }
+    for (size_t j = loop.first; j < loop.last && !loop.alternative_bodies; ++j) {
+      if (classify(f.instructions[j]) != InstrClass::Branch) continue;
+      const std::optional<size_t> skip_to = f.branch_target(f.instructions[j]);
+      if (!skip_to || *skip_to <= j || *skip_to > loop.last) continue;
+      for (size_t k = j + 1; k < *skip_to && !loop.alternative_bodies; ++k)
+        loop.alternative_bodies = is_wgmma(f.instructions[k]);
+    }
     loops.push_back(loop);
   }
   return loops;
@@ -188,17 +195,21 @@ namespace {
 
 // Innermost loops with the tensor-core instruction counted by `ops`: an outer (persistent
 // tile) loop holds every HGMMA of the kernel, so "most HGMMAs" alone would pick it instead of
-// the mainloop.
+// the mainloop. A loop of alternative bodies (the masked steps of an _hb kernel: half or full
+// width) counts the GEMMs of both, so it is taken only when no innermost loop is straight.
 std::optional<Loop> pick_mainloop(const std::vector<Loop>& loops, size_t Loop::*ops) {
+  auto better = [ops](const Loop& a, const Loop& b) {
+    if (a.alternative_bodies != b.alternative_bodies) return !a.alternative_bodies;
+    if (a.*ops != b.*ops) return a.*ops > b.*ops;
+    return a.size() < b.size();
+  };
   std::optional<Loop> best;
   for (const Loop& candidate : loops) {
     if (candidate.*ops == 0) continue;
     bool holds_inner_candidate = false;
     for (const Loop& other : loops) holds_inner_candidate |= other.*ops > 0 && candidate.contains(other);
     if (holds_inner_candidate) continue;
-    if (!best || candidate.*ops > (*best).*ops ||
-        (candidate.*ops == (*best).*ops && candidate.size() < best->size()))
-      best = candidate;
+    if (!best || better(candidate, *best)) best = candidate;
   }
   return best;
 }

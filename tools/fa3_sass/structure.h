@@ -45,6 +45,10 @@ struct Loop {
   size_t first = 0, last = 0;
   size_t wgmma = 0;     // wgmma instructions inside
   size_t warp_mma = 0;  // HMMA/IMMA inside
+  // A forward branch inside jumps over wgmma instructions to a point inside: an iteration
+  // runs one of several bodies (e.g. _hb's half-width or full-width step), so `wgmma` counts
+  // more than one iteration issues.
+  bool alternative_bodies = false;
   // Strictly contains: a loop does not contain itself.
   bool contains(const Loop& o) const {
     return first <= o.first && o.last <= last && (first != o.first || last != o.last);
