@@ -141,6 +141,11 @@ def main() -> int:
     parser.add_argument("--hdim", type=int, default=128)
     parser.add_argument("--seqlens", default="8192,16384")
     parser.add_argument("--causal", type=int, choices=(0, 1), default=0)
+    parser.add_argument("--batch", type=int, default=0,
+                        help="batch size instead of the paper grid's 16384 / seqlen")
+    parser.add_argument("--heads", type=int, default=0,
+                        help="heads instead of the paper grid's 2048 / hdim (e.g. equal flops "
+                             "at two lengths: the per-tile cost, bench/NOTES.md v20)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--systems", default="fa3,cudnn",
                         help="compare.py systems (fa3, cudnn, flash), comma-separated")
@@ -159,13 +164,19 @@ def main() -> int:
         parser.error("--rounds, --calls and --interval-ms must be at least 1")
     if args.energy_seconds <= 0:
         parser.error("--energy-seconds must be positive")
+    if args.batch < 0 or args.heads < 0:
+        parser.error("--batch and --heads must be positive (0: the paper's grid)")
 
     dtype, device = DTYPES[args.dtype], torch.device("cuda")
-    shapes = [Shape(int(s), args.hdim, bool(args.causal)) for s in args.seqlens.split(",")]
+    shapes = [Shape(int(s), args.hdim, bool(args.causal), args.batch, args.heads)
+              for s in args.seqlens.split(",")]
     systems = systems_from(args)
     if not systems:
         parser.error("no system to time: give --systems or --kernels")
     inputs = {shape: make_input_sets(shape, dtype, device) for shape in shapes}
+    for shape in shapes:
+        print(f"# seqlen {shape.seqlen}: {shape.config}, batch {shape.batch}, heads "
+              f"{shape.heads}, {shape.flops / 1e12:.3f} TFLOP a call")
     if args.energy:
         return energy_main(args, shapes, systems, inputs, device)
 

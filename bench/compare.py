@@ -86,14 +86,16 @@ class Shape:
     seqlen: int
     head_dim: int
     causal: bool
+    batch_size: int = 0  # 0: the paper's grid, TOKENS // seqlen
+    num_heads: int = 0   # 0: the paper's grid, HIDDEN // head_dim
 
     @property
     def batch(self) -> int:
-        return max(1, TOKENS // self.seqlen)
+        return self.batch_size or max(1, TOKENS // self.seqlen)
 
     @property
     def heads(self) -> int:
-        return max(1, HIDDEN // self.head_dim)
+        return self.num_heads or max(1, HIDDEN // self.head_dim)
 
     @property
     def flops(self) -> float:
