@@ -8,7 +8,7 @@
 #include <string>
 
 #include "gpu_env.h"
-#include "support/test_filter.h"
+#include "test_filter.h"
 
 int main(int argc, char** argv) {
   Catch::Session session;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "support/test_filter.h"
+#include "test_filter.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "support/test_filter.h"
+#include "test_filter.h"
 
 namespace fa3test {
 
