@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-kernels tests-rest bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -15,7 +15,8 @@
 #       causal kernel (bottom-right aligned) gets seqlen_k - seqlen_q unmasked keys more per row
 #   kernels: the test "every compiled forward kernel matches the reference" alone, for the
 #       kernels whose names contain one of $FA3_TEST_KERNELS (e.g. _xt,_as): a first check
-#       of new kernels, 150 s at most (a hung kernel costs that, not the whole tests step)
+#       of new kernels, $KERNELS_LIMIT s at most (default 150: a hung kernel costs that, not
+#       the whole tests step); unfiltered, with KERNELS_LIMIT=500, tests-rest's other half
 #   ncu-source: ncu's per-instruction warp-state samples and executed-instruction counts for
 #       each kernel in $NCU_CONFIGS at seqlen $NCU_SEQLEN, as $OUT/source_<kernel>.csv.gz;
 #       tools/ncu_source_blocks.py sums them per straight-line block (mainloop, masked step,
@@ -71,10 +72,9 @@ for step in "${steps[@]}"; do
     tests)
       # The whole binary: ~510 s on an H100 (v20), of which the compiled-kernel case ~380 s.
       run_step tests 580 build/fa3_tests --durations yes ;;
-    tests-kernels)
-      run_step tests-kernels 500 build/fa3_tests --durations yes "every compiled forward kernel matches the reference" ;;
     tests-rest)
-      # Every case but the one above: with tests-kernels, the whole binary in two calls.
+      # Every case but the kernels step's: with KERNELS_LIMIT=500 tools/gpu-check.sh kernels
+      # (FA3_TEST_KERNELS unset), the whole binary in two calls.
       run_step tests-rest 300 build/fa3_tests --durations yes "~every compiled forward kernel matches the reference" ;;
     bench)
       run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
@@ -120,7 +120,8 @@ for step in "${steps[@]}"; do
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
           build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q ${SWEEP_Q:-8192} --seqlen-k $sk | grep -v "^#"; done; done' ;;
     kernels)
-      run_step kernels 150 build/fa3_tests "every compiled forward kernel matches the reference" ;;
+      run_step kernels "${KERNELS_LIMIT:-150}" build/fa3_tests --durations yes \
+        "every compiled forward kernel matches the reference" ;;
     ncu-l2)
       run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
         for k in $NCU_CONFIGS; do echo "### $k"
