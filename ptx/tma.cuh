@@ -21,6 +21,32 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const void* map, uint3
       : "memory");
 }
 
+// An L2 eviction priority for every line an access with the policy touches (createpolicy,
+// fraction 1.0), for the .L2::cache_hint forms below. evict_first: data used once (Q, O), so
+// that it does not push out data read again; evict_last: data many CTAs read again (K, V).
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
+// tma_load_4d with an L2 eviction policy (l2_policy_*) for the lines it reads.
+__device__ __forceinline__ void tma_load_4d_hinted(uint32_t dst, const void* map, uint32_t bar,
+                                                   uint64_t policy, int32_t c0, int32_t c1,
+                                                   int32_t c2, int32_t c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".L2::cache_hint [%0], [%1, {%4, %5, %6, %7}], [%2], %3;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "l"(policy), "r"(c0), "r"(c1), "r"(c2),
+      "r"(c3)
+      : "memory");
+}
+
 // Loads a 4-D box into the shared memory of every CTA of the cluster named in `cta_mask`
 // (bit r: rank r), at the same offset `dst` in each; each CTA's barrier at offset `bar`
 // counts the bytes that land in that CTA.
@@ -52,6 +78,17 @@ __device__ __forceinline__ void tma_store_4d(const void* map, uint32_t src, int3
       "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
           reinterpret_cast<uint64_t>(map)),
       "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
+// tma_store_4d with an L2 eviction policy (l2_policy_*) for the lines it writes.
+__device__ __forceinline__ void tma_store_4d_hinted(const void* map, uint32_t src, uint64_t policy,
+                                                    int32_t c0, int32_t c1, int32_t c2,
+                                                    int32_t c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.global.shared::cta.bulk_group.L2::cache_hint"
+      " [%0, {%3, %4, %5, %6}], [%1], %2;\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(src), "l"(policy), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
       : "memory");
 }
 

@@ -142,6 +142,18 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(qw->q_warp_stores_o);
   CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal").half_blocks);
 
+  // _ef, _el: after _dy, each alone or both; _el not with a cluster's multicast loads.
+  const auto ef = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef");
+  CHECK(ef.evict_first_q_o);
+  CHECK_FALSE(ef.evict_last_kv);
+  const auto el = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_el_causal");
+  CHECK(el.evict_last_kv);
+  CHECK_FALSE(el.evict_first_q_o);
+  const auto efel = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef_el");
+  CHECK(efel.evict_first_q_o);
+  CHECK(efel.evict_last_kv);
+  CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ef_c2").cluster_m == 2);
+
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
@@ -219,6 +231,9 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_os",  // os: needs qw
                           "fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_os",  // os: two Q buffers
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_os",  // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_el_ef",  // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_el_c2",  // el: not multicast
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_ef_dy",  // flag order
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16
                           "fa3_fwd_bf16_d256_m128_n256_s4_w2",      // shared memory

@@ -23,7 +23,10 @@
 #       epilogue...): where a kernel's issue slots and stalls go (bench/NOTES.md v11)
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
-#       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9)
+#       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9), and the
+#       elapsed cycles at ncu's locked clock (scheduling without the power cap, v21);
+#       $NCU_SHAPES, fa3-bench shape options separated by ';' (e.g. "--seqlen 8k;--seqlen
+#       16k --batch 1 --heads 8"), times each kernel on each shape instead
 #   clocks: bench/clock_trace.py $CLOCK_ARGS (default d128 bf16 non-causal 4k-16k, fa3 and
 #       cuDNN): each system's time in blocks of calls next to the SM clock and power that
 #       nvidia-smi sampled during the block, TFLOPS per GHz and per kW (bench/NOTES.md v18);
@@ -123,9 +126,10 @@ for step in "${steps[@]}"; do
       run_step kernels "${KERNELS_LIMIT:-150}" build/fa3_tests --durations yes \
         "every compiled forward kernel matches the reference" ;;
     ncu-l2)
-      run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,gpc__cycles_elapsed.max
-        for k in $NCU_CONFIGS; do echo "### $k"
-          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") --seqlen ${NCU_SEQLEN:-8192} --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done' ;;
+      run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.max,sm__inst_executed.sum,gpc__cycles_elapsed.max
+        IFS=";" read -ra shapes <<< "${NCU_SHAPES:---seqlen ${NCU_SEQLEN:-8192}}"
+        for k in $NCU_CONFIGS; do for shape in "${shapes[@]}"; do echo "### $k $shape"
+          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") $shape --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done; done' ;;
     ncu-source)
       run_step ncu-source 500 bash -c 'for k in $NCU_CONFIGS; do echo "### $k"
         ncu --kernel-name regex:fa3_fwd --launch-skip 3 --launch-count 1 --set none \

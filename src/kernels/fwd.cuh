@@ -71,6 +71,8 @@ struct FwdTraits {
   static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
   static constexpr bool kHalfBlocks = kCfg.half_blocks;
   static constexpr bool kRowSumMma = kCfg.row_sum_mma;
+  static constexpr bool kEvictFirstQO = kCfg.evict_first_q_o;
+  static constexpr bool kEvictLastKV = kCfg.evict_last_kv;
   // A consumer thread's O accumulators: its part of the 64 x head_dim O, then (row_sum_mma)
   // of the PV GEMM's 8 columns of row sums.
   static constexpr int kOAcc = kHeadDim / 2 + (kRowSumMma ? 4 : 0);
@@ -377,9 +379,14 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
   const uint32_t full = sm.q_full_bar(k), q = sm.q_buffer(k);
   ptx::mbarrier_arrive_expect_tx(full, Tr::QTile::kBytes);
   for (int wg = 0; wg < Tr::kConsumers; ++wg)
-    for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      ptx::tma_load_4d(q + c * Tr::QTile::kChunkBytes + Tr::warpgroup_rows_offset(wg), &p.tma_q,
-                       full, c * 64, w.first_row(wg), w.head, w.batch);
+    for (int c = 0; c < Tr::QTile::kChunks; ++c) {
+      const uint32_t dst = q + c * Tr::QTile::kChunkBytes + Tr::warpgroup_rows_offset(wg);
+      if constexpr (Tr::kEvictFirstQO)
+        ptx::tma_load_4d_hinted(dst, &p.tma_q, full, ptx::l2_policy_evict_first(), c * 64,
+                                w.first_row(wg), w.head, w.batch);
+      else
+        ptx::tma_load_4d(dst, &p.tma_q, full, c * 64, w.first_row(wg), w.head, w.batch);
+    }
 }
 
 // The TMA store of one consumer warpgroup's O rows (staged at o_rows, first query row
@@ -387,9 +394,14 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
 template <class Tr>
 __device__ __forceinline__ void store_o_rows(const FwdParams& p, uint32_t o_rows, int first_row,
                                              int head, int batch) {
-  for (int c = 0; c < Tr::QTile::kChunks; ++c)
-    ptx::tma_store_4d(&p.tma_o, o_rows + c * Tr::QTile::kChunkBytes, c * 64, first_row, head,
-                      batch);
+  for (int c = 0; c < Tr::QTile::kChunks; ++c) {
+    const uint32_t src = o_rows + c * Tr::QTile::kChunkBytes;
+    if constexpr (Tr::kEvictFirstQO)
+      ptx::tma_store_4d_hinted(&p.tma_o, src, ptx::l2_policy_evict_first(), c * 64, first_row,
+                               head, batch);
+    else
+      ptx::tma_store_4d(&p.tma_o, src, c * 64, first_row, head, batch);
+  }
 }
 
 // Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
@@ -406,9 +418,14 @@ __device__ __forceinline__ void load_kv_block(const TensorMapBytes* map,
   pipe.producer_acquire(st);
   const uint32_t full = pipe.producer_commit(st, Tr::KVTile::kBytes);
   if constexpr (Tr::kCluster == 1) {
-    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-      ptx::tma_load_4d(stage_base + c * Tr::KVTile::kChunkBytes, map, full, c * 64,
-                       n_block * Tr::kBlockN, kv_head, batch);
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c) {
+      const uint32_t dst = stage_base + c * Tr::KVTile::kChunkBytes;
+      if constexpr (Tr::kEvictLastKV)
+        ptx::tma_load_4d_hinted(dst, map, full, ptx::l2_policy_evict_last(), c * 64,
+                                n_block * Tr::kBlockN, kv_head, batch);
+      else
+        ptx::tma_load_4d(dst, map, full, c * 64, n_block * Tr::kBlockN, kv_head, batch);
+    }
   } else {
     constexpr int kRows = Tr::kBlockN / Tr::kCluster;
     constexpr uint16_t kEveryCta = (1u << Tr::kCluster) - 1;

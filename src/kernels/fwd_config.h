@@ -117,6 +117,11 @@ struct FwdConfig {
   // memory per V stage and 1/16 more PV work: +0.6-1.9% at d128 non-causal, +0.1-0.7% causal
   // (bench/NOTES.md v14). Eight separate m64n8k16 wgmmas instead cost 5-9%.
   bool row_sum_mma = false;
+  // L2 eviction priorities on the TMA copies (createpolicy): Q loads and O stores
+  // evict-first (_ef), as each byte is used once and would otherwise push K and V, which
+  // every query block of a head reads again, out of L2; K and V loads evict-last (_el).
+  bool evict_first_q_o = false;
+  bool evict_last_kv = false;
 
   // Register split for setmaxnreg (paper Algorithm 1 lines 3 and 12). The sum over
   // warpgroups of 128 * regs must stay within the 64K-register file.
@@ -213,6 +218,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256
+         (!c.evict_last_kv || c.cluster_m == 1) &&     // multicast K/V loads carry no hint
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

@@ -66,6 +66,9 @@
 #   _dy  persistent non-causal: tiles drawn from the launch's counter in the static walk's
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)
+#   _ef  Q loads and O stores with the L2 evict-first policy, _el K/V loads evict-last: the
+#        bytes used once leave L2 first, the K/V that other query blocks read again last
+#        (bench/NOTES.md v21)
 #   _c2  clusters of 2 CTAs on neighbouring query blocks of one head: each loads half of
 #        every K/V block and TMA multicasts it into both (non-causal, not persistent);
 #        measured 5-16% slower up to 4k, within 2% from 8k (bench/NOTES.md v8)
@@ -136,6 +139,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef_el
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

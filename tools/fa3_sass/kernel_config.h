@@ -50,6 +50,8 @@ struct KernelTraits {
   bool three_q_buffers = false;   // _q3: three Q buffers, each released a tile after its store
   bool q_warp_stores_o = false;   // _os: the Q warp stores O
   bool dynamic_schedule = false;  // _dy: non-causal tiles handed out through a counter
+  bool evict_first_q_o = false;   // _ef: Q loads and O stores evict-first in L2
+  bool evict_last_kv = false;     // _el: K and V loads evict-last in L2
   bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
   bool row_sum_mma = false;       // _ls: the PV GEMM 8 columns wider, for the row sums
   bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
