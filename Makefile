@@ -54,6 +54,7 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_THREE_Q_BUFFERS=$(if $(filter q3,$(call fwd_words,$(1))),true,false) \
             -DFA3_Q_WARP_STORES_O=$(if $(filter os,$(call fwd_words,$(1))),true,false) \
             -DFA3_DYNAMIC_SCHEDULE=$(if $(filter dy,$(call fwd_words,$(1))),true,false) \
+            -DFA3_Q_IN_REGISTERS=$(if $(filter qr,$(call fwd_words,$(1))),true,false) \
             -DFA3_EVICT_FIRST_Q_O=$(if $(filter ef,$(call fwd_words,$(1))),true,false) \
             -DFA3_EVICT_LAST_KV=$(if $(filter el,$(call fwd_words,$(1))),true,false) \
             -DFA3_EXP_AFTER_PV_WAIT=$(if $(filter ew,$(call fwd_words,$(1))),true,false) \

@@ -237,7 +237,7 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   REQUIRE(hb.check(CheckId::HalfBlocks));
   CHECK_FALSE(hb.check(CheckId::HalfBlocks)->pass);
   CHECK_THAT(hb.check(CheckId::HalfBlocks)->detail,
-             Catch::Contains("0 QK^T groups of HGMMA.64x64x16 SS, 0 PV groups of 4 RS HGMMAs"));
+             Catch::Contains("0 QK^T groups of HGMMA.64x64x16 SS, 0 PV groups of 4 RS HGMMA.64x128x16"));
   const KernelReport odd =
       analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp"));
   REQUIRE(odd.check(CheckId::HalfBlocks));

@@ -332,7 +332,8 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
                                "block_n, stages, consumer_warpgroups, producer_regs, "
                                "consumer_regs, overlap, double_p, pingpong, persistent, three_stage, "
                                "b2_order, conditional_rescale, cluster_m, exp_after_pv_wait, "
-                               "ascending, cross_tile, q_warp, three_q_buffers, q_warp_stores_o, dynamic_schedule, evict_first_q_o, "
+                               "ascending, cross_tile, q_warp, three_q_buffers, q_warp_stores_o, dynamic_schedule, q_in_registers, "
+                               "evict_first_q_o, "
                                "evict_last_kv, half_blocks, row_sum_mma, "
                                "warp_specialized, "
                                "causal)");
@@ -524,7 +525,7 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
         "\"b2_order\":false,\"conditional_rescale\":false,\"cluster_m\":1,"
         "\"exp_after_pv_wait\":false,\"ascending\":false,\"cross_tile\":false,"
         "\"q_warp\":false,\"three_q_buffers\":false,\"q_warp_stores_o\":false,"
-        "\"dynamic_schedule\":false,\"evict_first_q_o\":false,\"evict_last_kv\":false,"
+        "\"dynamic_schedule\":false,\"q_in_registers\":false,\"evict_first_q_o\":false,\"evict_last_kv\":false,"
         "\"half_blocks\":false,\"row_sum_mma\":false,"
         "\"warp_specialized\":true,\"causal\":true}");
 }

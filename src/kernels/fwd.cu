@@ -44,6 +44,7 @@ struct ThisConfig {
     c.exp_after_pv_wait = FA3_EXP_AFTER_PV_WAIT;
     c.half_blocks = FA3_HALF_BLOCKS;
     c.row_sum_mma = FA3_ROW_SUM_MMA;
+    c.q_in_registers = FA3_Q_IN_REGISTERS;
     c.evict_first_q_o = FA3_EVICT_FIRST_Q_O;
     c.evict_last_kv = FA3_EVICT_LAST_KV;
     return c;

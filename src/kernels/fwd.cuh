@@ -71,6 +71,7 @@ struct FwdTraits {
   static constexpr bool kExpAfterPvWait = kCfg.exp_after_pv_wait;
   static constexpr bool kHalfBlocks = kCfg.half_blocks;
   static constexpr bool kRowSumMma = kCfg.row_sum_mma;
+  static constexpr bool kQInRegisters = kCfg.q_in_registers;
   static constexpr bool kEvictFirstQO = kCfg.evict_first_q_o;
   static constexpr bool kEvictLastKV = kCfg.evict_last_kv;
   // A consumer thread's O accumulators: its part of the 64 x head_dim O, then (row_sum_mma)
@@ -713,6 +714,17 @@ struct ConsumerMainloop {
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};
+  // Config::q_in_registers: this warpgroup's Q rows as the A operands of the QK^T GEMM, loaded
+  // by load_q_frags once the tile's Q has landed (and every QK^T of the tile before it has
+  // completed: the GEMMs read these registers while in flight).
+  using QFrags = uint32_t[Tr::kHeadDim / 16][4];
+  struct NoQFrags {};
+  std::conditional_t<Tr::kQInRegisters, QFrags, NoQFrags> q_frags;
+
+  __device__ __forceinline__ void load_q_frags() {
+    if constexpr (Tr::kQInRegisters)
+      tile::load_a_operands<typename Tr::QTile>(q_frags, q_rows, thread_in_wg);
+  }
 
   // Config::half_blocks. A block is half-width for this warpgroup when every key in its upper
   // half is masked for all 64 of its rows (after the last row's causal diagonal, or past
@@ -750,9 +762,13 @@ struct ConsumerMainloop {
   // S = Q_i K_j^T for the key block in K stage `st` (one committed wgmma group, not waited).
   template <bool Half = false>
   __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
-                                           const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_ss_abt<Tr::kMma, kKeys<Half>, typename Tr::QTile, typename Tr::KVTile>(
-        s_part<Half>(s), q_rows, 0, sm.k_stage(st.index));
+                                           const tile::PipelineState<Tr::kStages>& st) {
+    if constexpr (Tr::kQInRegisters)
+      tile::gemm_rs_abt<Tr::kMma, kKeys<Half>, typename Tr::KVTile, Tr::kHeadDim>(
+          s_part<Half>(s), q_frags, sm.k_stage(st.index));
+    else
+      tile::gemm_ss_abt<Tr::kMma, kKeys<Half>, typename Tr::QTile, typename Tr::KVTile>(
+          s_part<Half>(s), q_rows, 0, sm.k_stage(st.index));
   }
   // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
   template <bool Half = false>
@@ -1460,6 +1476,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
   auto enter_tile = [&](int k, const FwdWork<Tr>& w) {
     if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));
     loop.q_rows = sm.q_buffer(k) + wg_rows;
+    loop.load_q_frags();  // (every QK^T of the tile before has completed by now)
     loop.first_row = w.first_row(wg);
     loop.softmax.init();
     return loop.masked_iterations(w.n_blocks);

@@ -117,6 +117,12 @@ struct FwdConfig {
   // memory per V stage and 1/16 more PV work: +0.6-1.9% at d128 non-causal, +0.1-0.7% causal
   // (bench/NOTES.md v14). Eight separate m64n8k16 wgmmas instead cost 5-9%.
   bool row_sum_mma = false;
+  // With cross_tile: the QK^T GEMM takes Q from registers (RS-wgmma) instead of shared memory
+  // (_qr). Each consumer thread loads its warpgroup's Q fragments once per tile (head_dim/4
+  // registers), so the key blocks of the tile read only K from shared memory: a fifth less
+  // shared-memory traffic per block at d128 (Q 16 KB of each warpgroup's 48 KB for QK^T,
+  // 34 KB for PV), whose energy counts at the power cap.
+  bool q_in_registers = false;
   // L2 eviction priorities on the TMA copies (createpolicy): Q loads and O stores
   // evict-first (_ef), as each byte is used once and would otherwise push K and V, which
   // every query block of a head reads again, out of L2; K and V loads evict-last (_el).
@@ -219,6 +225,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256
          (!c.evict_last_kv || c.cluster_m == 1) &&     // multicast K/V loads carry no hint
+         (!c.q_in_registers || (c.cross_tile && c.head_dim <= 128)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 

@@ -66,6 +66,8 @@
 #   _dy  persistent non-causal: tiles drawn from the launch's counter in the static walk's
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)
+#   _qr  with _xt: QK^T with Q from registers (RS-wgmma), loaded once per tile: less shared-
+#        memory traffic per key block (bench/NOTES.md v21)
 #   _ef  Q loads and O stores with the L2 evict-first policy, _el K/V loads evict-last: the
 #        bytes used once leave L2 first, the K/V that other query blocks read again last
 #        (bench/NOTES.md v21)
@@ -140,6 +142,10 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_causal \
   d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef_el
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef_el \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_qr_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr \
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_qr_causal d128_m128_n128_s2_w2_ov_cr_ls_ew_pp_ps_xt_qw_qr_causal \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy_qr \
+  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_qr
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -38,7 +38,7 @@ int number_after(const std::string& token, char prefix) {
 
 std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   const std::vector<std::string> t = split(name, '_');
-  if (t.size() < 8 || t.size() > 22) return std::nullopt;
+  if (t.size() < 8 || t.size() > 23) return std::nullopt;
   if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
   FwdConfig c;
   if (t[2] == "f16") c.dtype = DType::F16;
@@ -50,7 +50,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
   // Optional flags, in this order: ov or ov3, p2 or b2, cr, ls, ew, as, hb, pp, ps, xt, qw, q3, os,
-  // dy, ef, el, c2, nows, causal.
+  // dy, qr, ef, el, c2, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
   else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
@@ -68,6 +68,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "q3") c.three_q_buffers = true, ++i;
   if (i < t.size() && t[i] == "os") c.q_warp_stores_o = true, ++i;
   if (i < t.size() && t[i] == "dy") c.dynamic_schedule = true, ++i;
+  if (i < t.size() && t[i] == "qr") c.q_in_registers = true, ++i;
   if (i < t.size() && t[i] == "ef") c.evict_first_q_o = true, ++i;
   if (i < t.size() && t[i] == "el") c.evict_last_kv = true, ++i;
   if (i < t.size() && t[i] == "c2") c.cluster_m = 2, ++i;
@@ -101,6 +102,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.three_q_buffers) s += "_q3";
   if (c.q_warp_stores_o) s += "_os";
   if (c.dynamic_schedule) s += "_dy";
+  if (c.q_in_registers) s += "_qr";
   if (c.evict_first_q_o) s += "_ef";
   if (c.evict_last_kv) s += "_el";
   if (c.cluster_m == 2) s += "_c2";

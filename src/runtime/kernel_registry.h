@@ -2,7 +2,7 @@
 // build time) and the configs their names encode.
 //
 // Forward kernel names: fa3_fwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer
-// warpgroups>[_ov|_ov3][_p2|_b2][_cr][_ls][_ew][_as][_hb][_pp][_ps][_xt][_qw][_q3][_os][_dy][_ef][_el][_c2][_nows][_causal],
+// warpgroups>[_ov|_ov3][_p2|_b2][_cr][_ls][_ew][_as][_hb][_pp][_ps][_xt][_qw][_q3][_os][_dy][_qr][_ef][_el][_c2][_nows][_causal],
 // e.g. fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_causal (_ov: intra-warpgroup 2-stage
 // GEMM-softmax pipelining, _ov3: 3-stage pipelining, _p2: with two P register buffers, _b2:
 // the 2-stage loop in the order of the paper's Appendix B.2 SASS, _cr: row max kept until it
@@ -11,7 +11,8 @@
 // blocks visited first to last, _hb: half-width blocks where a warpgroup's upper half is
 // masked, _pp: pingpong scheduling, _ps: persistent grid, _xt: tiles pipelined into each
 // other, _qw: Q loaded by a producer warp of its own, _q3: three Q buffers, _os: O stored by
-// the Q warp, _dy: non-causal tiles handed out through a counter, _ef: Q loads and O stores
+// the Q warp, _dy: non-causal tiles handed out through a counter, _qr: QK^T with Q from
+// registers, _ef: Q loads and O stores
 // evict-first in L2, _el: K/V loads evict-last in L2, _c2: clusters of 2 CTAs sharing K/V
 // through TMA multicast, _nows: no producer warpgroup). The name is the only place a kernel's config is
 // written down for the host: the Makefile derives the compile definitions from it, and the

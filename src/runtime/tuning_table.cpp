@@ -472,6 +472,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"three_q_buffers", c.three_q_buffers},
               {"q_warp_stores_o", c.q_warp_stores_o},
               {"dynamic_schedule", c.dynamic_schedule},
+              {"q_in_registers", c.q_in_registers},
               {"evict_first_q_o", c.evict_first_q_o},
               {"evict_last_kv", c.evict_last_kv},
               {"half_blocks", c.half_blocks},

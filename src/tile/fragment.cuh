@@ -56,4 +56,20 @@ __device__ __forceinline__ void acc_to_a_operands(const float (&acc)[N / 2],
   }
 }
 
+// Loads rows [0, 64) of a K-major tile in shared memory (Tile, 16-bit elements; rows_base its
+// first row's address, the warpgroup's rows) into the A operands of K/16 RS wgmmas: the
+// layout acc_to_a_operands produces, read element pair by element pair.
+template <class Tile>
+__device__ __forceinline__ void load_a_operands(uint32_t (&a)[Tile::kCols / 16][4],
+                                                uint32_t rows_base, int thread_in_wg) {
+  const int row = 16 * (thread_in_wg / 32) + (thread_in_wg % 32) / 4;
+  const int col = 2 * (thread_in_wg % 4);
+#pragma unroll
+  for (int kk = 0; kk < Tile::kCols / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      a[kk][r] = ptx::ld_shared_u32(rows_base +
+                                    Tile::offset(row + 8 * (r % 2), 16 * kk + 8 * (r / 2) + col));
+}
+
 }  // namespace fa3::tile

@@ -25,6 +25,26 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
   ptx::wgmma_commit_group();
 }
 
+// acc (64 x N) = A (64 x K) * B^T, with A in registers (K/16 fragments, load_a_operands) and
+// B the first N rows of tile BTile, K-major in shared memory (S = Q K^T with Q in registers).
+template <ptx::MmaType T, int N, class BTile, int K>
+__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], uint32_t (&a)[K / 16][4],
+                                            uint32_t b_base) {
+  static_assert(BTile::kCols == K, "A and B share the K extent");
+  static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
+  pin_registers(acc);
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+    ptx::Wgmma<T, N>::template rs<0>(acc, a[kk], BTile::kmajor_desc(b_base, 0, kk),
+                                     kk > 0 ? 1u : 0u);
+  ptx::wgmma_commit_group();
+}
+
 // acc (64 x N) += A (64 x K) * B, with A in registers (K/16 fragments) and B the first K rows
 // of tile BTile (rows x N columns, N contiguous: MN-major) in shared memory (O += P V).
 // OnesCols: the product is that many columns wider, read from the 128-byte column chunk that

@@ -102,6 +102,7 @@ const FlagToken kFlags[] = {
     {"q3", &KernelTraits::three_q_buffers},
     {"os", &KernelTraits::q_warp_stores_o},
     {"dy", &KernelTraits::dynamic_schedule},
+    {"qr", &KernelTraits::q_in_registers},
     {"ef", &KernelTraits::evict_first_q_o},
     {"el", &KernelTraits::evict_last_kv},
     {"c2", &KernelTraits::cluster},
@@ -225,6 +226,7 @@ std::string describe(const KernelTraits& t) {
   if (t.three_q_buffers) s += ", three Q buffers";
   if (t.q_warp_stores_o) s += ", O stored by the Q warp";
   if (t.dynamic_schedule) s += ", tiles from a counter";
+  if (t.q_in_registers) s += ", QK^T with Q from registers";
   if (t.evict_first_q_o) s += ", Q and O evict-first in L2";
   if (t.evict_last_kv) s += ", K and V evict-last in L2";
   if (t.half_blocks) s += ", half-width masked blocks";

@@ -50,6 +50,7 @@ struct KernelTraits {
   bool three_q_buffers = false;   // _q3: three Q buffers, each released a tile after its store
   bool q_warp_stores_o = false;   // _os: the Q warp stores O
   bool dynamic_schedule = false;  // _dy: non-causal tiles handed out through a counter
+  bool q_in_registers = false;    // _qr: QK^T with Q from registers (RS-wgmma)
   bool evict_first_q_o = false;   // _ef: Q loads and O stores evict-first in L2
   bool evict_last_kv = false;     // _el: K and V loads evict-last in L2
   bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
