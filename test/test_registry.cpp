@@ -154,6 +154,13 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(efel.evict_last_kv);
   CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ef_c2").cluster_m == 2);
 
+  // _qr: after _dy, before _ef; cross-tile kernels with two consumer warpgroups, d <= 128.
+  const auto qr = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el");
+  CHECK(qr.q_in_registers);
+  CHECK(qr.evict_last_kv);
+  CHECK_FALSE(ef.q_in_registers);
+  CHECK(round_trip("fa3_fwd_f16_d64_m128_n128_s2_w2_ov_pp_ps_xt_qr_causal").q_in_registers);
+
   // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
   const auto ls =
       fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
@@ -232,6 +239,10 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_os",  // os: two Q buffers
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_os",  // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_el_ef",  // flag order
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_qr",  // qr: needs xt
+                          "fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_pp_ps_xt_qr",  // qr: d <= 128
+                          "fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_qr",  // qr: w2
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_qr_dy",  // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_el_c2",  // el: not multicast
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_ef_dy",  // flag order
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w

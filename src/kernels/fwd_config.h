@@ -121,7 +121,8 @@ struct FwdConfig {
   // (_qr). Each consumer thread loads its warpgroup's Q fragments once per tile (head_dim/4
   // registers), so the key blocks of the tile read only K from shared memory: a fifth less
   // shared-memory traffic per block at d128 (Q 16 KB of each warpgroup's 48 KB for QK^T,
-  // 34 KB for PV), whose energy counts at the power cap.
+  // 34 KB for PV), whose energy counts at the power cap. Two consumer warpgroups only: with
+  // three (160 registers each) the d64 kernel spilled and ptxas serialized its wgmmas.
   bool q_in_registers = false;
   // L2 eviction priorities on the TMA copies (createpolicy): Q loads and O stores
   // evict-first (_ef), as each byte is used once and would otherwise push K and V, which
@@ -225,7 +226,8 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256
          (!c.evict_last_kv || c.cluster_m == 1) &&     // multicast K/V loads carry no hint
-         (!c.q_in_registers || (c.cross_tile && c.head_dim <= 128)) &&
+         (!c.q_in_registers ||
+          (c.cross_tile && c.head_dim <= 128 && c.consumer_warpgroups == 2)) &&
          FwdSmemLayout::of(c).total_bytes <= kFwdSmemLimit;
 }
 
