@@ -107,7 +107,8 @@ std::string kernel_variant(const std::string& kernel_name) {
        persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
        ascending = false, half_blocks = false, row_sum_mma = false, cross_tile = false,
        q_warp = false, three_q_buffers = false, q_warp_stores_o = false, dynamic = false,
-       cluster = false, no_warp_specialization = false;
+       q_in_registers = false, evict_first_q_o = false, evict_last_kv = false, cluster = false,
+       no_warp_specialization = false;
   std::vector<std::string> others;
   // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
   for (size_t i = 8; i < tokens.size(); ++i) {
@@ -129,6 +130,9 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "q3") three_q_buffers = true;
     else if (t == "os") q_warp_stores_o = true;
     else if (t == "dy") dynamic = true;
+    else if (t == "qr") q_in_registers = true;
+    else if (t == "ef") evict_first_q_o = true;
+    else if (t == "el") evict_last_kv = true;
     else if (t == "c2") cluster = true;
     else if (t == "nows") no_warp_specialization = true;
     else others.push_back(t);
@@ -150,6 +154,9 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (three_q_buffers) s += " in three buffers";
   if (q_warp_stores_o) s += ", which also stores O";
   if (dynamic) s += ", tiles handed out through a counter";
+  if (q_in_registers) s += " + QK^T with Q from registers";
+  if (evict_first_q_o) s += " + Q and O evict-first in L2";
+  if (evict_last_kv) s += " + K and V evict-last in L2";
   if (cluster) s += " + 2-CTA clusters (K/V multicast)";
   if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";
   for (const std::string& t : others) s += " + " + t;  // tokens this bench does not know yet

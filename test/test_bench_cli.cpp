@@ -313,6 +313,10 @@ TEST_CASE("the variant column reads the kernel name's tokens", "[cpu][bench]") {
   CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n112_s2_w2_ov_p2_pp_ps").find("two P register buffers + pingpong scheduling + persistent grid") != std::string::npos);
   CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n128_s2_w2_ov_nows").rfind("no warp specialization", 0) == 0);
   CHECK(kernel_variant("fa3_fwd_f16_d128_m128_n128_s2_w2_zz").find("zz") != std::string::npos);
+  const std::string qr = kernel_variant("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el");
+  CHECK(qr.find("QK^T with Q from registers + Q and O evict-first in L2 + K and V evict-last in L2") !=
+        std::string::npos);
+  CHECK(qr.find(" + qr") == std::string::npos);
 }
 
 // ---- statistics ---------------------------------------------------------------------------
