@@ -504,9 +504,11 @@ TEST_CASE("the dynamic tile scheduler: back-to-back launches and concurrent stre
 TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]") {
   // Few and small: under memcheck/racecheck/synccheck every kernel runs orders of magnitude
   // slower. Together they still cover each head dim, both dtypes, causal both ways, tails
-  // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output.
+  // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output; with the built-in
+  // table, d128 runs Q-in-registers kernels (_qr) at 200 and 300 rows and, at 1600 causal rows,
+  // one that crosses tiles with the half-width diagonal blocks and the Q warp storing O.
   Runner runner;
-  Case cases[4];
+  Case cases[6];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true;
   cases[0].seqlen_q = 200; cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -515,6 +517,10 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[2].seqlen_k = 130; cases[2].heads = 1; cases[2].heads_kv = 1;
   cases[3].bf16 = false; cases[3].head_dim = 256; cases[3].seqlen_q = 1; cases[3].seqlen_k = 70;
   cases[3].heads = 4; cases[3].heads_kv = 2;
+  cases[4].bf16 = false; cases[4].head_dim = 128; cases[4].seqlen_q = 300; cases[4].seqlen_k = 190;
+  cases[4].heads = 2; cases[4].heads_kv = 2;
+  cases[5].bf16 = true; cases[5].head_dim = 128; cases[5].causal = true; cases[5].seqlen_q = 1600;
+  cases[5].seqlen_k = 1600; cases[5].heads = 1; cases[5].heads_kv = 1;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());
