@@ -238,6 +238,27 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_FALSE(hb.check(CheckId::HalfBlocks)->pass);
   CHECK_THAT(hb.check(CheckId::HalfBlocks)->detail,
              Catch::Contains("0 QK^T groups of HGMMA.64x64x16 SS, 0 PV groups of 4 RS HGMMA.64x128x16"));
+  // _qr: the half QK^T groups are RS (Q from registers), and the PV shape carries _ls's 8
+  // columns: the groups of the d128 _cr_ls_hb_..._os_qr causal kernel as fa3-sass read them.
+  auto group = [](size_t steps, const char* shape, const char* operands) {
+    WgmmaGroup g;
+    g.wgmma = steps;
+    g.kinds[WgmmaKind{"HGMMA", shape, operands}] = steps;
+    return g;
+  };
+  KernelReport qr;
+  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal");
+  qr.groups = {group(8, "64x128x16", "RS"), group(8, "64x64x16", "RS"), group(8, "64x136x16", "RS"),
+               group(4, "64x136x16", "RS")};
+  CHECK(run_check(CheckId::HalfBlocks, qr).pass);
+  CHECK_THAT(run_check(CheckId::HalfBlocks, qr).detail,
+             Catch::Contains("1 QK^T group of HGMMA.64x64x16 RS, 1 PV group of 4 RS HGMMA.64x136x16"));
+  // The same groups under the name without _qr: its half QK^T would be SS, so the check fails.
+  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal");
+  CHECK_FALSE(run_check(CheckId::HalfBlocks, qr).pass);
+  // Without _ls the PV shape is 64x128x16: a 4-step group of 64x136x16 is not its half PV.
+  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_os_qr_causal");
+  CHECK_FALSE(run_check(CheckId::HalfBlocks, qr).pass);
   const KernelReport odd =
       analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp"));
   REQUIRE(odd.check(CheckId::HalfBlocks));
