@@ -228,7 +228,7 @@ TEST_CASE("fake driver: a persistent kernel gets one CTA per SM at most", "[cpu]
   fa3_destroy(h);
 }
 
-TEST_CASE("the causal scheduler's L2 groups: powers of two, 8 MiB of K and V, a tile per SM",
+TEST_CASE("the causal scheduler's L2 groups: powers of two, 8 MiB of K and V, a tile per SM, at most 16 MiB",
           "[cpu][runtime]") {
   using fa3::causal_l2_group;
   const int64_t MiB = int64_t{1} << 20;
@@ -239,9 +239,16 @@ TEST_CASE("the causal scheduler's L2 groups: powers of two, 8 MiB of K and V, a 
   // ... a tile per SM where 8 MiB holds fewer pairs: d128 1k 16 pairs, d256 2k 8 pairs ...
   CHECK(causal_l2_group(MiB / 2, 8, 256, 132) == 16);
   CHECK(causal_l2_group(2 * MiB, 16, 64, 132) == 8);
-  // ... and more for long tiles: 132 / 128 + 132 / 64 = 3.1 pairs -> 4 at 16k.
-  CHECK(causal_l2_group(8 * MiB, 128, 16, 132) == 4);
-  CHECK(causal_l2_group(16 * MiB, 128, 8, 132) == 4);
+  // ... and more for long tiles: 132 / 128 + 132 / 64 = 3.1 pairs -> 4 at 16k, but K and V
+  // at most 16 MiB where 3/4 of a tile per SM remain: d128 16k 2 pairs (256 tiles), d256 16k
+  // 1 (128 tiles), d256 8k 2 (of 4), d256 4k 4 (of 8); d256 2k stays at 8 (16 MiB).
+  CHECK(causal_l2_group(8 * MiB, 128, 16, 132) == 2);
+  CHECK(causal_l2_group(16 * MiB, 128, 8, 132) == 1);
+  CHECK(causal_l2_group(8 * MiB, 64, 16, 132) == 2);
+  CHECK(causal_l2_group(4 * MiB, 32, 32, 132) == 4);
+  CHECK(causal_l2_group(2 * MiB, 16, 64, 132) == 8);
+  // ... not below 3/4 of a tile per SM: 64 tiles of 32 MiB each stay 2 pairs (128 tiles).
+  CHECK(causal_l2_group(32 * MiB, 64, 8, 132) == 2);
   // Nearest by ratio: 22 pairs fit -> 16 (22 < 16 * sqrt 2 = 22.6), 23 -> 32; never more
   // than the pairs there are, never less than 1.
   CHECK(causal_l2_group(8 * MiB / 22, 1000, 100, 132) == 16);
@@ -278,7 +285,8 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   CHECK(launch(0x10) == a);  // launches in one stream run in order: they share one
   {
     // GQA: the 8 query heads of a K/V head share its 8 MiB (16k keys x 128 x 2 bytes, twice),
-    // so 8 pairs fit in 8 MiB where without GQA 1 does (and a tile per SM asks for 4).
+    // so 8 pairs fit in 8 MiB where without GQA 1 does (a tile per SM asks for 4, and 16 MiB
+    // of K and V caps that at 2).
     Problem gqa;
     gqa.q = tensor(0x100000000, 1, 16384, 32, 128);
     gqa.o = tensor(0x400000000, 1, 16384, 32, 128);
@@ -290,7 +298,7 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
       unsigned grid = 0, block = 0, smem = 0;
       fa3::FwdParams params;
       REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-      CHECK(params.l2_group == (kv_heads == 4 ? 8 : 4));
+      CHECK(params.l2_group == (kv_heads == 4 ? 8 : 2));
     }
   }
   const std::string calls = fake().calls();

@@ -46,6 +46,11 @@ int32_t causal_l2_group(int64_t kv_bytes_per_pair, int64_t m_blocks, int64_t pai
   const double target = std::max({1.0, fit, fill});
   int64_t group = 1;  // the power of two nearest the target (by ratio), at most pairs
   while (group * 2 <= pairs && static_cast<double>(group) * std::sqrt(2.0) < target) group *= 2;
+  // At most 16 MiB of K and V where three quarters of a tile per SM remain.
+  const int64_t kv = std::max<int64_t>(1, kv_bytes_per_pair);
+  while (group > 1 && group * kv > (int64_t{16} << 20) &&
+         static_cast<double>(group / 2 * std::max<int64_t>(1, m_blocks)) >= 0.75 * sms)
+    group /= 2;
   return static_cast<int32_t>(group);
 }
 
