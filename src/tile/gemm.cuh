@@ -25,6 +25,17 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
   ptx::wgmma_commit_group();
 }
 
+// The A operands of the first Steps k16 steps of an RS GEMM, fixed in their registers before
+// the fence: the wgmmas read them while in flight.
+template <int Steps, int AllSteps>
+__device__ __forceinline__ void pin_a_operands(uint32_t (&a)[AllSteps][4]) {
+  static_assert(Steps <= AllSteps, "the GEMM's k-steps are among the fragments");
+#pragma unroll
+  for (int kk = 0; kk < Steps; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
+}
+
 // acc (64 x N) = A (64 x K) * B^T, with A in registers (K/16 fragments, load_a_operands) and
 // B the first N rows of tile BTile, K-major in shared memory (S = Q K^T with Q in registers).
 template <ptx::MmaType T, int N, class BTile, int K>
@@ -33,10 +44,7 @@ __device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], uint32_t (&a)[K
   static_assert(BTile::kCols == K, "A and B share the K extent");
   static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
   pin_registers(acc);
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
+  pin_a_operands<K / 16>(a);
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
@@ -56,10 +64,7 @@ __device__ __forceinline__ void gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
   static_assert(K % 16 == 0 && K <= BTile::kRows, "K is whole k-steps of B's rows");
   pin_registers(acc);
-#pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
+  pin_a_operands<K / 16>(a);
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
