@@ -26,7 +26,8 @@
 #       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9), and the
 #       elapsed cycles at ncu's locked clock (scheduling without the power cap, v21);
 #       $NCU_SHAPES, fa3-bench shape options separated by ';' (e.g. "--seqlen 8k;--seqlen
-#       16k --batch 1 --heads 8"), times each kernel on each shape instead
+#       16k --batch 1 --heads 8"), times each kernel on each shape instead;
+#       tools/ncu_l2_table.py prints the log as one row per kernel and shape
 #   clocks: bench/clock_trace.py $CLOCK_ARGS (default d128 bf16 non-causal 4k-16k, fa3 and
 #       cuDNN): each system's time in blocks of calls next to the SM clock and power that
 #       nvidia-smi sampled during the block, TFLOPS per GHz and per kW (bench/NOTES.md v18);
