@@ -506,9 +506,10 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   // slower. Together they still cover each head dim, both dtypes, causal both ways, tails
   // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output; with the built-in
   // table, d128 runs Q-in-registers kernels (_qr) at 200 and 300 rows and, at 1600 causal rows,
-  // one that crosses tiles with the half-width diagonal blocks and the Q warp storing O.
+  // one that crosses tiles with the half-width diagonal blocks and the Q warp storing O; d64
+  // causal at 1600 rows runs three consumer warpgroups with the row sums by the PV GEMM (_ls).
   Runner runner;
-  Case cases[6];
+  Case cases[7];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true;
   cases[0].seqlen_q = 200; cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -521,6 +522,8 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[4].heads = 2; cases[4].heads_kv = 2;
   cases[5].bf16 = true; cases[5].head_dim = 128; cases[5].causal = true; cases[5].seqlen_q = 1600;
   cases[5].seqlen_k = 1600; cases[5].heads = 1; cases[5].heads_kv = 1;
+  cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 1600;
+  cases[6].seqlen_k = 1650; cases[6].heads = 2; cases[6].heads_kv = 1;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

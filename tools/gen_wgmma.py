@@ -11,7 +11,7 @@ usage: tools/gen_wgmma.py > ptx/wgmma_mma.cuh
 
 # N values (accumulator columns). SS GEMMs use the key block size (Bc), RS GEMMs the head dim
 # (+ 8 with Config::row_sum_mma).
-N_VALUES = [64, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
+N_VALUES = [64, 72, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
 TYPES = [("F16", "f16"), ("BF16", "bf16")]
 
 HEADER = """\

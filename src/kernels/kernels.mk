@@ -12,7 +12,8 @@
 #        measured 1-5% slower than the default order, kept for fa3-sass's B.2 check
 #   _cr  a row max is kept until it grows by more than 2^8 (FlashAttention-4's lazy rescale),
 #        and O is rescaled only then (a warp vote skips the multiplies): since v13 +1-3% at
-#        d256, +0.4-0.8% at d128 causal, -1.5 to -4% at d64 (bench/NOTES.md v7, v13)
+#        d256, +0.4-0.8% at d128 causal, -1.5 to -4% at d64 (bench/NOTES.md v7, v13); at d64
+#        w3 with _ls, +1-1.8% causal from 2k, +2.5% fp16 non-causal 16k (v22)
 #   _ew  a step's exponentials wait for its PV GEMM (only the row max runs under it), where
 #        ptxas put that wait after the first exponentials (d128 n128 _ps, the _c2 ones); the
 #        plain d128 n128 one, whose wait is after the row max already, is the control.
@@ -30,7 +31,8 @@
 #        the causal pick from 768 (NOTES v19); with _ls alone it does
 #   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
 #        V stage) instead of FADDs: d128 non-causal +0.6-1.9%, causal +0.1-0.7% (fa3-tune's
-#        margins), d64 none; eight separate m64n8k16 GEMMs were 5-9% slower (NOTES v14)
+#        margins), d64 w3 none alone (N = 72), but with _cr (above); eight separate m64n8k16
+#        GEMMs were 5-9% slower (NOTES v14)
 #   _pp  pingpong scheduling of the consumer warpgroups (paper Section 3.1); the d256 `_cr`
 #        kernels without it are the public FA3's choice at d256 (its softmax is a quarter of
 #        the GEMM time there, not half): +-1% non-causal, +2.5-4% causal n80 at 2k-8k
@@ -58,7 +60,8 @@
 #   _q3  with _qw: three Q buffers; the one a tile's O is stored from is handed back by the
 #        storing thread in the next tile's epilogue, so no warp waits for the store's read,
 #        and the next Q loads a tile ahead: +0.5-1.8% d64 causal, +0.4-1.5% d128 causal.
-#        Fits d64 and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V stages at d128)
+#        Fits d64 (with _ls too) and d128 without _ls (three 32 KB Q buffers, four 32 KB K/V
+#        stages at d128)
 #   _os  with _qw (two Q buffers): the Q warp stores each tile's O; the consumers write it to
 #        shared memory and go on, where they waited for the store to read it (the wait _q3
 #        moves a tile later, without room for _ls at d128): d128 _cr_ls causal +0.8-1% at 2k,
@@ -146,6 +149,8 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy_qr \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_qr d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el \
+  d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_causal \
+  d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3 d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
