@@ -56,6 +56,19 @@ int non_negative(const std::string& option, const std::string& value) {
   return static_cast<int>(*n);
 }
 
+double non_negative_number(const std::string& option, const std::string& value) {
+  size_t used = 0;
+  double x = -1;
+  try {
+    x = std::stod(value, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size() || !(x >= 0) || x > 1000)
+    fail(option + " must be a number from 0 to 1000 (got '" + value + "').");
+  return x;
+}
+
 DType parse_dtype(const std::string& value) {
   const std::string v = lowercase(value);
   if (v == "fp16" || v == "f16" || v == "half" || v == "float16") return DType::F16;

@@ -25,6 +25,8 @@ std::string lowercase(std::string s);
 std::optional<int64_t> parse_count(const std::string& text, bool allow_k);
 int64_t positive(const std::string& option, const std::string& value, bool allow_k = false);
 int non_negative(const std::string& option, const std::string& value);
+// A decimal number from 0 to 1000 (a factor such as --cooldown).
+double non_negative_number(const std::string& option, const std::string& value);
 DType parse_dtype(const std::string& value);
 int parse_head_dim(const std::string& value);
 bool parse_causal(const std::string& value);

@@ -154,7 +154,8 @@ std::string LiveClocks::describe() const {
 }
 
 Header make_header(const DeviceInfo& info, const LiveClocks& clocks, const std::string& table,
-                   int warmup, int iters, const std::string& command_line) {
+                   int warmup, int iters, const std::string& command_line, int rounds,
+                   double cooldown) {
   char l2[64];
   std::snprintf(l2, sizeof l2, "%zu (%.1f MiB)", info.l2_bytes, info.l2_bytes / 1048576.0);
   Header h;
@@ -174,10 +175,22 @@ Header make_header(const DeviceInfo& info, const LiveClocks& clocks, const std::
   h.push_back({"fa3", std::to_string(FA3_VERSION_MAJOR) + "." + std::to_string(FA3_VERSION_MINOR),
                std::nullopt});
   h.push_back({"tuning_table", table.empty() ? "built-in" : table, std::nullopt});
-  h.push_back({"timing", "CUDA events around each launch; " + std::to_string(warmup) +
-                             " warm-up + " + std::to_string(iters) +
-                             " timed launches per row; median, p10, p90; inputs rotated over "
-                             "'sets' buffer sets (>= 3 x L2 when memory allows)", std::nullopt});
+  std::string timing = "CUDA events around each launch; " + std::to_string(warmup) +
+                       " warm-up + " + std::to_string(iters) + " timed launches per row";
+  if (rounds > 1)
+    timing += " in each of " + std::to_string(rounds) +
+              " rounds interleaved over a problem's rows (a row's median: the median of its "
+              "rounds' medians; p10, p90 over all its launches)";
+  else
+    timing += "; median, p10, p90";
+  if (cooldown > 0) {
+    char idle[96];
+    std::snprintf(idle, sizeof idle, "; after each row's launches the GPU idles %g x their time",
+                  cooldown);
+    timing += idle;
+  }
+  timing += "; inputs rotated over 'sets' buffer sets (>= 3 x L2 when memory allows)";
+  h.push_back({"timing", timing, std::nullopt});
   h.push_back({"command", command_line, std::nullopt});
   return h;
 }

@@ -51,7 +51,9 @@ class LiveClocks {
 };
 
 // The "# key: value" lines and JSON header of a run.
+// rounds > 1 and cooldown > 0 (fa3-tune, fa3-bench --rounds/--cooldown) are described too.
 Header make_header(const DeviceInfo& info, const LiveClocks& clocks, const std::string& table,
-                   int warmup, int iters, const std::string& command_line);
+                   int warmup, int iters, const std::string& command_line, int rounds = 1,
+                   double cooldown = 0);
 
 }  // namespace fa3bench

@@ -100,6 +100,8 @@ class ProgressLine {
 RunnerSettings runner_settings(const Options& o, const std::vector<std::string>& compiled) {
   RunnerSettings s;
   s.warmup = o.warmup;
+  s.rounds = o.rounds;
+  s.cooldown = o.cooldown;
   s.check = o.check;
   s.baseline = o.baseline;
   s.variant_column = o.ablation || o.all_configs;
@@ -159,7 +161,8 @@ bool open_gpu(const Options& o, DeviceInfo* device, fa3_handle** fa3, cudaStream
 Header run_header(const Options& o, const DeviceInfo& device, const LiveClocks& clocks,
                   const Cublas* cublas, const std::string& no_cublas_reason,
                   const std::string& command) {
-  Header header = make_header(device, clocks, o.table_path, o.warmup, o.iters, command);
+  Header header = make_header(device, clocks, o.table_path, o.warmup, o.iters, command,
+                              o.rounds, o.cooldown);
   header.push_back({"baseline", baseline_description(o, cublas, no_cublas_reason), std::nullopt});
   if (o.ablation)
     header.push_back({"ablation", "the paper's Table 2 shape (batch 4, seqlen 8448, 16 heads, "

@@ -16,6 +16,7 @@ namespace {
 using cli::fail;
 using cli::lowercase;
 using cli::non_negative;
+using cli::non_negative_number;
 using cli::parse_causal;
 using cli::parse_dtype;
 using cli::parse_head_dim;
@@ -73,6 +74,17 @@ const std::vector<OptionSpec>& option_specs() {
        [](Options& o, const std::string& v) {
          o.iters = static_cast<int>(positive("--iters", v));
        }},
+      {"--rounds", "N", "time each row in N rounds, the rounds interleaved over the rows of a "
+                        "problem (--all-configs, --ablation: its kernels); a row's median is "
+                        "the median of its rounds' medians, so a slow moment of the GPU does "
+                        "not decide between kernels. Default: 1.",
+       [](Options& o, const std::string& v) {
+         o.rounds = static_cast<int>(positive("--rounds", v));
+       }},
+      {"--cooldown", "X", "after each row's timed launches the GPU idles X times as long as "
+                          "they took: kernels timed one after another then run at the clocks "
+                          "of a short benchmark, not at the power limit. Default: 0.",
+       [](Options& o, const std::string& v) { o.cooldown = non_negative_number("--cooldown", v); }},
       {"--config", "NAME", "time this compiled kernel (fa3_forward_with_kernel) instead of the "
                            "tuning table's pick; problems it does not fit are skipped. "
                            "--list-configs shows the names.",

@@ -23,6 +23,8 @@ struct Options {
   std::optional<int64_t> batch, heads, kv_heads, seqlen_q, seqlen_k;
   int warmup = 10;
   int iters = 30;
+  int rounds = 1;        // --rounds: timing rounds interleaved over a problem's kernels
+  double cooldown = 0;   // --cooldown: idle time after each kernel's launches, x their time
   std::string config;        // --config: force this kernel ("" = the tuning table's pick)
   bool all_configs = false;  // --all-configs: every compiled kernel that fits
   bool ablation = false;     // --ablation: paper Table 2 shape over every kernel

@@ -74,7 +74,8 @@ TEST_CASE("--help documents every option", "[cpu][bench]") {
   CHECK(parse({"-h"}).message == help_text());
   const std::vector<std::string> spec = {
       "--dtype", "--hdim", "--causal", "--seqlen", "--batch", "--heads", "--kv-heads",
-      "--seqlen-q", "--seqlen-k", "--direction", "--warmup", "--iters", "--config",
+      "--seqlen-q", "--seqlen-k", "--direction", "--warmup", "--iters", "--rounds",
+      "--cooldown", "--config",
       "--all-configs", "--ablation", "--check", "--no-baseline", "--csv", "--json",
       "--device", "--table", "--list-configs", "--help"};
   for (const std::string& name : spec) {
@@ -101,6 +102,8 @@ TEST_CASE("defaults are the paper's grid in bf16", "[cpu][bench]") {
   CHECK_FALSE(o.check);
   CHECK(o.iters > 0);
   CHECK(o.warmup >= 0);
+  CHECK(o.rounds == 1);
+  CHECK(o.cooldown == 0);
   CHECK(build_problems(o).size() == 36);
 }
 
@@ -140,6 +143,11 @@ TEST_CASE("options parse their values", "[cpu][bench]") {
   CHECK(o.config == "fa3_fwd_bf16_d128_m128_n128_s2_w2");
   CHECK(parse_ok({"--all-configs"}).all_configs);
   CHECK(parse_ok({"--ablation", "--check", "--iters", "5"}).ablation);
+  o = parse_ok({"--ablation", "--rounds", "5", "--cooldown=1.5"});  // Table 2, in rounds
+  CHECK(o.ablation);
+  CHECK(o.rounds == 5);
+  CHECK(o.cooldown == 1.5);
+  CHECK(parse_ok({"--cooldown", "0"}).cooldown == 0);
   CHECK(parse_ok({"--list-configs"}).list_configs);
   CHECK(parse_ok({"--kv-heads", "4"}).kv_heads == 4);  // divides 32, 16 and 8
 }
@@ -161,6 +169,10 @@ TEST_CASE("each argument error is one sentence and exit status 2", "[cpu][bench]
   expect_argument_error({"--iters", "0"}, "--iters");
   expect_argument_error({"--iters"}, "--iters");
   expect_argument_error({"--warmup", "-1"}, "--warmup");
+  expect_argument_error({"--rounds", "0"}, "--rounds");
+  expect_argument_error({"--cooldown", "-1"}, "--cooldown");
+  expect_argument_error({"--cooldown", "1x"}, "--cooldown");
+  expect_argument_error({"--cooldown", "2000"}, "--cooldown");
   expect_argument_error({"--device", "gpu0"}, "--device");
   expect_argument_error({"--kv-heads", "3", "--heads", "32"}, "--kv-heads");
   expect_argument_error({"--kv-heads", "64", "--heads", "32"}, "--kv-heads");

@@ -114,7 +114,9 @@ for step in "${steps[@]}"; do
     forward)
       run_step forward 400 build/fa3_tests '[forward]' ;;
     ablation)
-      run_step ablation 120 build/fa3-bench --ablation --check ;;
+      # In rounds with cooldown (fa3-tune's method): back to back, the rows' 30-launch medians
+      # spread by several percent at the power cap (bench/NOTES.md v22).
+      run_step ablation 300 build/fa3-bench --ablation --check --rounds 5 --cooldown 1 ;;
     ab)
       run_step ab 500 bash -c 'for k in $AB_CONFIGS; do for b in ${AB_BENCH:-build/fa3-bench}; do
         echo "### $k ($b)"

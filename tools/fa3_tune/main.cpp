@@ -194,7 +194,8 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
     fa3bench::LiveClocks clocks(gpu.device.pci_bus_id);
     const std::string command = generated_by(argc, argv);
     fa3bench::Header header =
-        fa3bench::make_header(gpu.device, clocks, "", o.warmup, o.iters, command);
+        fa3bench::make_header(gpu.device, clocks, "", o.warmup, o.iters, command, o.rounds,
+                              o.cooldown);
     std::fputs(fa3bench::header_lines(header).c_str(), stdout);
     std::fflush(stdout);
     fa3bench::LaunchTimer timer;

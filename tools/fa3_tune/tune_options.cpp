@@ -16,22 +16,10 @@ namespace {
 
 using fa3bench::cli::fail;
 using fa3bench::cli::non_negative;
+using fa3bench::cli::non_negative_number;
 using fa3bench::cli::parse_causal;
 using fa3bench::cli::parse_head_dim;
 using fa3bench::cli::parse_list;
-
-double non_negative_number(const std::string& option, const std::string& value) {
-  size_t used = 0;
-  double x = -1;
-  try {
-    x = std::stod(value, &used);
-  } catch (...) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size() || !(x >= 0) || x > 1000)
-    fail(option + " must be a number from 0 to 1000 (got '" + value + "').");
-  return x;
-}
 
 int positive(const std::string& option, const std::string& value) {
   return static_cast<int>(fa3bench::cli::positive(option, value));
