@@ -507,9 +507,10 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output; with the built-in
   // table, d128 runs Q-in-registers kernels (_qr) at 200 and 300 rows and, at 1600 causal rows,
   // one that crosses tiles with the half-width diagonal blocks and the Q warp storing O; d64
-  // causal at 1600 rows runs three consumer warpgroups with the row sums by the PV GEMM (_ls).
+  // causal at 1600 rows runs three consumer warpgroups with the row sums by the PV GEMM (_ls),
+  // at 300 rows (bf16) two of them with _ls, half-width diagonal blocks and Q in registers.
   Runner runner;
-  Case cases[7];
+  Case cases[8];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true;
   cases[0].seqlen_q = 200; cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -524,6 +525,8 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[5].seqlen_k = 1600; cases[5].heads = 1; cases[5].heads_kv = 1;
   cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 1600;
   cases[6].seqlen_k = 1650; cases[6].heads = 2; cases[6].heads_kv = 1;
+  cases[7].bf16 = true; cases[7].head_dim = 64; cases[7].causal = true; cases[7].seqlen_q = 300;
+  cases[7].seqlen_k = 333; cases[7].heads = 2; cases[7].heads_kv = 2;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

@@ -28,7 +28,8 @@
 #        +1-3% over the s3 kernel at 1k-4k. The d64 m128 s3, w3 and the _cr / _as d128
 #        _xt_qw twins make ptxas serialize their wgmmas, so they are not built (NOTES v13);
 #        with _cr and _ls together it does not: d128 _cr_ls_hb, +0.1-1.6% over _cr_ls at 1k-16k,
-#        the causal pick from 768 (NOTES v19); with _ls alone it does
+#        the causal pick from 768 (NOTES v19), and d64 m128 s2 _cr_ls_hb (_q3, _qr), +1.5-2.3%
+#        at 512-1k (v22); with _ls alone it does
 #   _ls  the softmax row sums by the PV GEMM (N = head_dim + 8 against ones stored after each
 #        V stage) instead of FADDs: d128 non-causal +0.6-1.9%, causal +0.1-0.7% (fa3-tune's
 #        margins), d64 w3 none alone (N = 72), but with _cr (above); eight separate m64n8k16
@@ -70,7 +71,8 @@
 #        order (as causal persistent kernels do), not CTA i taking i, i + grid, ...
 #        (bench/NOTES.md v17)
 #   _qr  with _xt: QK^T with Q from registers (RS-wgmma), loaded once per tile: less shared-
-#        memory traffic per key block (bench/NOTES.md v21)
+#        memory traffic per key block (bench/NOTES.md v21); d64 _cr_ls_hb_..._os_qr makes
+#        ptxas serialize its wgmmas (not built)
 #   _ef  Q loads and O stores with the L2 evict-first policy, _el K/V loads evict-last: the
 #        bytes used once leave L2 first, the K/V that other query blocks read again last
 #        (bench/NOTES.md v21)
@@ -151,6 +153,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr \
   d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_ef_el_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el \
   d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_causal \
-  d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3 d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw
+  d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3 d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw \
+  d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
