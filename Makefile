@@ -46,6 +46,7 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_WARP_SPECIALIZED=$(if $(filter nows,$(call fwd_words,$(1))),false,true) \
             -DFA3_B2_ORDER=$(if $(filter b2,$(call fwd_words,$(1))),true,false) \
             -DFA3_CONDITIONAL_RESCALE=$(if $(filter cr,$(call fwd_words,$(1))),true,false) \
+            -DFA3_INT_MAX=$(if $(filter im,$(call fwd_words,$(1))),true,false) \
             -DFA3_ASCENDING=$(if $(filter as,$(call fwd_words,$(1))),true,false) \
             -DFA3_HALF_BLOCKS=$(if $(filter hb,$(call fwd_words,$(1))),true,false) \
             -DFA3_ROW_SUM_MMA=$(if $(filter ls,$(call fwd_words,$(1))),true,false) \

@@ -104,7 +104,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   std::stringstream in(kernel_name);
   for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
   bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
-       persistent = false, conditional_rescale = false, exp_after_pv_wait = false,
+       persistent = false, conditional_rescale = false, int_max = false, exp_after_pv_wait = false,
        ascending = false, half_blocks = false, row_sum_mma = false, cross_tile = false,
        q_warp = false, three_q_buffers = false, q_warp_stores_o = false, dynamic = false,
        q_in_registers = false, evict_first_q_o = false, evict_last_kv = false, cluster = false,
@@ -121,6 +121,7 @@ std::string kernel_variant(const std::string& kernel_name) {
     else if (t == "p2") double_p = true;
     else if (t == "ps") persistent = true;
     else if (t == "cr") conditional_rescale = true;
+    else if (t == "im") int_max = true;
     else if (t == "ew") exp_after_pv_wait = true;
     else if (t == "as") ascending = true;
     else if (t == "xt") cross_tile = true;
@@ -143,6 +144,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (conditional_rescale) s += " + O rescaled only when a row max grows by more than 2^8";
+  if (int_max) s += ", tested on the exponents by an integer max";
   if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
   if (half_blocks) s += " + half-width GEMMs where half a block is masked";

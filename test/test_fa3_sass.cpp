@@ -417,6 +417,8 @@ TEST_CASE("fa3-sass: instruction classes and the picture alphabet", "[cpu][sass]
       {"MUFU.RCP R5, R5", '.'},
       {"F2FP.F16.F32.PACK_AB R1, R2, R3", 'C'},
       {"FMNMX.FTZ R0, R24, R6, !PT", 'M'},
+      {"VIMNMX3 R12, R12, R11, R13, !PT", 'M'},
+      {"VIMNMX R15, R22, R15, !PT", '.'},
       {"SHFL.BFLY PT, R185, R2, 0x2, 0x1f", 'S'},
       {"FADD.FTZ R24, R211, R24", '+'},
       {"FFMA.FTZ R24, R24, UR9, -R6.reuse", '*'},

@@ -49,13 +49,18 @@ struct Case {
   Layout layout = Layout::Contiguous;
   float scale = 0;  // 0: default
   bool with_lse = true;
+  // Keys scaled by 1 + |key_ramp| * t, t from 0 to 1 along the sequence, growing toward the
+  // last key (> 0) or the first (< 0): a row's scores then grow block after block in one
+  // visiting order or the other, and the lazy row max (_cr, _im) has to move.
+  float key_ramp = 0;
 
   std::string describe() const {
     std::ostringstream s;
     s << (bf16 ? "bf16" : "f16") << " d" << head_dim << (causal ? " causal" : "") << " B=" << batch
       << " Sq=" << seqlen_q << " Sk=" << seqlen_k << " H=" << heads << " Hkv=" << heads_kv << " "
       << layout_name(layout) << (scale != 0 ? " scale=" + std::to_string(scale) : "")
-      << (with_lse ? "" : " no-lse");
+      << (with_lse ? "" : " no-lse")
+      << (key_ramp != 0 ? " key-ramp=" + std::to_string(key_ramp) : "");
     return s.str();
   }
 };
@@ -148,7 +153,15 @@ class Runner {
     std::mt19937_64 rng(seed);
     std::vector<float> qf, kf, vf;
     const auto qb = random_16bit(static_cast<size_t>(B * Sq * H * D), c.bf16, rng, &qf);
-    const auto kb = random_16bit(static_cast<size_t>(B * Sk * Hk * D), c.bf16, rng, &kf);
+    auto kb = random_16bit(static_cast<size_t>(B * Sk * Hk * D), c.bf16, rng, &kf);
+    if (c.key_ramp != 0) {
+      for (size_t i = 0; i < kb.size(); ++i) {
+        const int64_t j = static_cast<int64_t>(i / static_cast<size_t>(Hk * D)) % Sk;
+        const double t = Sk > 1 ? static_cast<double>(c.key_ramp > 0 ? j : Sk - 1 - j) / (Sk - 1) : 0.0;
+        kb[i] = to_16bit(static_cast<float>(kf[i] * (1.0 + std::fabs(c.key_ramp) * t)), c.bf16);
+        kf[i] = from_16bit(kb[i], c.bf16);
+      }
+    }
     const auto vb = random_16bit(static_cast<size_t>(B * Sk * Hk * D), c.bf16, rng, &vf);
 
     Placement pq = contiguous(Sq, H, D), pk = contiguous(Sk, Hk, D), pv = pk, po = pq;
@@ -373,6 +386,31 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
       c.causal = config.causal;
       c.batch = shape.batch; c.seqlen_q = shape.seqlen_q; c.seqlen_k = shape.seqlen_k;
       c.heads = shape.heads; c.heads_kv = shape.heads_kv;
+      INFO(name << ": " << c.describe());
+      check_outcome(runner.run(c, seed++, name.c_str()));
+    }
+  }
+}
+
+TEST_CASE("kernels with a lazy row max follow rows whose scores keep growing",
+          "[gpu][forward][kernels]") {
+  // The random inputs above seldom move a lazy max after the first block (a row's scores
+  // are ~N(0, 1.4) in the log2 domain, the test waits for growth by 8). Keys scaled up along
+  // the sequence, either way, make a row's max grow by ~4 per key block in the visiting
+  // order of one direction or the other, so every _cr kernel rescales O and l mid-tile
+  // (and _im kernels take their growth path) many times.
+  Runner runner;
+  uint64_t seed = 9090;
+  for (const std::string& name : forward_kernels_to_test()) {
+    const fa3::FwdConfig config = config_of(name);
+    if (!config.conditional_rescale) continue;
+    for (const float ramp : {12.0f, -12.0f}) {
+      Case c;
+      c.bf16 = config.dtype == fa3::DType::BF16;
+      c.head_dim = config.head_dim;
+      c.causal = config.causal;
+      c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 1000; c.heads = 2; c.heads_kv = 1;
+      c.key_ramp = ramp;
       INFO(name << ": " << c.describe());
       check_outcome(runner.run(c, seed++, name.c_str()));
     }

@@ -23,7 +23,7 @@ REPO_DIR = Path(__file__).resolve().parents[2]
 HEADER = REPO_DIR / "include" / "fa3" / "fa3.h"
 BUILT_IN_TABLE = REPO_DIR / "src" / "runtime" / "tuning_table.json"
 KERNEL_NAME = re.compile(
-    r"^fa3_fwd_(f16|bf16)_d\d+_m\d+_n\d+_s\d+_w\d+(_ov|_ov3)?(_p2|_b2)?(_cr)?(_ls)?(_ew)?(_as)?(_hb)?(_pp)?(_ps)?(_xt)?(_qw)?(_q3)?(_os)?(_dy)?(_qr)?(_ef)?(_el)?(_c2)?(_nows)?(_causal)?$")
+    r"^fa3_fwd_(f16|bf16)_d\d+_m\d+_n\d+_s\d+_w\d+(_ov|_ov3)?(_p2|_b2)?(_cr)?(_im)?(_ls)?(_ew)?(_as)?(_hb)?(_pp)?(_ps)?(_xt)?(_qw)?(_q3)?(_os)?(_dy)?(_qr)?(_ef)?(_el)?(_c2)?(_nows)?(_causal)?$")
 
 
 # ---- finding the library --------------------------------------------------------------

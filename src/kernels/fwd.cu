@@ -9,7 +9,8 @@
     !defined(FA3_PINGPONG) || !defined(FA3_DOUBLE_P) || !defined(FA3_PERSISTENT) ||        \
     !defined(FA3_THREE_STAGE) || !defined(FA3_WARP_SPECIALIZED) || !defined(FA3_B2_ORDER) || \
     !defined(FA3_CONDITIONAL_RESCALE) || !defined(FA3_CLUSTER_M) || !defined(FA3_ASCENDING) || \
-    !defined(FA3_CROSS_TILE) || !defined(FA3_EXP_AFTER_PV_WAIT) || !defined(FA3_HALF_BLOCKS)
+    !defined(FA3_CROSS_TILE) || !defined(FA3_EXP_AFTER_PV_WAIT) || !defined(FA3_HALF_BLOCKS) || \
+    !defined(FA3_INT_MAX)
 #error "build forward kernels through the Makefile: it defines FA3_* from the kernel name"
 #endif
 
@@ -34,6 +35,7 @@ struct ThisConfig {
     c.warp_specialized = FA3_WARP_SPECIALIZED;
     c.b2_order = FA3_B2_ORDER;
     c.conditional_rescale = FA3_CONDITIONAL_RESCALE;
+    c.int_max = FA3_INT_MAX;
     c.cluster_m = FA3_CLUSTER_M;
     c.ascending = FA3_ASCENDING;
     c.cross_tile = FA3_CROSS_TILE;

@@ -63,6 +63,7 @@ struct FwdTraits {
   static constexpr bool kThreeStage = kCfg.three_stage;
   static constexpr bool kB2Order = kCfg.b2_order;
   static constexpr bool kConditionalRescale = kCfg.conditional_rescale;
+  static constexpr bool kIntMax = kCfg.int_max;
   static constexpr bool kWarpSpecialized = kCfg.warp_specialized;
   static constexpr int kCluster = kCfg.cluster_m;
   static constexpr bool kAscending = kCfg.ascending;
@@ -710,7 +711,7 @@ struct ConsumerMainloop {
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile (of the tile's Q buffer)
-  tile::OnlineSoftmax<Tr::kConditionalRescale, Tr::kRowSumMma> softmax;
+  tile::OnlineSoftmax<Tr::kConditionalRescale, Tr::kRowSumMma, Tr::kIntMax> softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};

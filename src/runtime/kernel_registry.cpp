@@ -49,7 +49,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   c.block_n = number_after(t[5], 'n');
   c.stages = number_after(t[6], 's');
   c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, cr, ls, ew, as, hb, pp, ps, xt, qw, q3, os,
+  // Optional flags, in this order: ov or ov3, p2 or b2, cr, im, ls, ew, as, hb, pp, ps, xt, qw, q3, os,
   // dy, qr, ef, el, c2, nows, causal.
   size_t i = 8;
   if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
@@ -57,6 +57,7 @@ std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
   if (i < t.size() && t[i] == "p2") c.double_p = true, ++i;
   else if (i < t.size() && t[i] == "b2") c.b2_order = true, ++i;
   if (i < t.size() && t[i] == "cr") c.conditional_rescale = true, ++i;
+  if (i < t.size() && t[i] == "im") c.int_max = true, ++i;
   if (i < t.size() && t[i] == "ls") c.row_sum_mma = true, ++i;
   if (i < t.size() && t[i] == "ew") c.exp_after_pv_wait = true, ++i;
   if (i < t.size() && t[i] == "as") c.ascending = true, ++i;
@@ -91,6 +92,7 @@ std::string fwd_kernel_name(const FwdConfig& c) {
   if (c.double_p) s += "_p2";
   if (c.b2_order) s += "_b2";
   if (c.conditional_rescale) s += "_cr";
+  if (c.int_max) s += "_im";
   if (c.row_sum_mma) s += "_ls";
   if (c.exp_after_pv_wait) s += "_ew";
   if (c.ascending) s += "_as";

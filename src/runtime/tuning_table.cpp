@@ -464,6 +464,7 @@ Json fwd_config_json(const FwdConfig& c) {
               {"three_stage", c.three_stage},
               {"b2_order", c.b2_order},
               {"conditional_rescale", c.conditional_rescale},
+              {"int_max", c.int_max},
               {"cluster_m", c.cluster_m},
               {"exp_after_pv_wait", c.exp_after_pv_wait},
               {"ascending", c.ascending},

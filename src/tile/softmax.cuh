@@ -44,10 +44,42 @@ __device__ __forceinline__ void row_factors(const float (&m)[2], const float (&l
   }
 }
 
+// Reductions of the row max over integers, three at a time: ptxas makes each
+// max(max(a, b), c) of 32-bit ints one VIMNMX3 on sm_90 (there is no 3-input float max before
+// sm_100), so a row's 32 values take 16 instructions instead of 31 FMNMX.
+template <int N>
+__device__ __forceinline__ int max3_reduce(const int (&v)[N]) {
+  if constexpr (N == 1) {
+    return v[0];
+  } else if constexpr (N == 2) {
+    return max(v[0], v[1]);
+  } else {
+    constexpr int kFull = N / 3, kRest = N % 3;
+    int w[kFull + (kRest ? 1 : 0)];
+#pragma unroll
+    for (int i = 0; i < kFull; ++i) w[i] = max(max(v[3 * i], v[3 * i + 1]), v[3 * i + 2]);
+    if constexpr (kRest == 1) w[kFull] = v[N - 1];
+    if constexpr (kRest == 2) w[kFull] = max(v[N - 2], v[N - 1]);
+    return max3_reduce(w);
+  }
+}
+__device__ __forceinline__ int quad_max_s32(int x) {
+  x = max(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return max(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
 // SumByMma: the caller sums P~ itself (Config::row_sum_mma: the PV GEMM does) and rescales
 // that sum with O; row_sum stays 0 and finalize is not used.
-template <bool LazyMax, bool SumByMma = false>
+// IntMax (with LazyMax; Config::int_max): once every row of the warp has a finite max, a
+// block's exponents x = S * scale_log2 - m_old are computed first, and the rows' largest x is
+// found as the largest 32-bit integer among their bit patterns (VIMNMX3, above). Every
+// positive float orders above every negative one as an int, and positive floats order as
+// their ints, so that maximum is exact whenever it is positive, which is all the lazy test
+// "x > kLazyMaxSlack" needs. Only a warp in which some row grew subtracts the growth from x
+// (and rescales); the others go straight to the exponentials, with the same P~ as update.
+template <bool LazyMax, bool SumByMma = false, bool IntMax = false>
 struct OnlineSoftmax {
+  static_assert(!IntMax || LazyMax, "the integer max decides the lazy test only");
   float row_max[2];  // m_i: running max of scale * log2(e) * S (same in all 4 lanes of a quad)
   float row_sum[2];  // l_i: this lane's part of the running sum, reduced over the quad at the end
 
@@ -62,6 +94,13 @@ struct OnlineSoftmax {
   // P~ is 0 and its factor is 0 (O and l are still 0 then).
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
+    if constexpr (IntMax) {
+      // A row with no key yet (m = -inf) has no x to compare: its warp takes the float max.
+      if (!__any_sync(0xffffffffu, row_max[0] == -INFINITY || row_max[1] == -INFINITY)) {
+        update_from_exponents(s, scale_log2, rescale);
+        return;
+      }
+    }
     float base[2];
     update_max(s, scale_log2, base, rescale);
     update_exp(s, scale_log2, base, rescale);
@@ -107,6 +146,51 @@ struct OnlineSoftmax {
         row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
     }
   }
+  // IntMax: update for a warp whose rows all have a finite max (see the struct's comment).
+  template <int N>
+  __device__ __forceinline__ void update_from_exponents(float (&s)[N], float scale_log2,
+                                                        float (&rescale)[2]) {
+    int bits[2][N / 2];
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      const int h = AccLayout::half(e);
+      s[e] = fmaf(s[e], scale_log2, -row_max[h]);
+      bits[h][(e / 4) * 2 + e % 2] = __float_as_int(s[e]);
+    }
+    int x_max[2];
+    bool grows[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      x_max[h] = quad_max_s32(max3_reduce(bits[h]));
+      grows[h] = x_max[h] > __float_as_int(kLazyMaxSlack);
+    }
+    rescale[0] = rescale[1] = 1.0f;
+    if (__any_sync(0xffffffffu, grows[0] || grows[1])) {
+      float delta[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        delta[h] = grows[h] ? __int_as_float(x_max[h]) : 0.0f;
+        if (grows[h]) {
+          row_max[h] += delta[h];
+          rescale[h] = ptx::ex2_approx(-delta[h]);
+        }
+      }
+#pragma unroll
+      for (int e = 0; e < N; ++e) s[e] -= delta[AccLayout::half(e)];
+    }
+    float block_sum[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      s[e] = ptx::ex2_approx(s[e]);
+      if constexpr (!SumByMma) block_sum[AccLayout::half(e)][e % 2] += s[e];
+    }
+    if constexpr (!SumByMma) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
+    }
+  }
+
   // SumByMma: the rows' maxima, for the caller's epilogue factors (row_factors).
   __device__ __forceinline__ void copy_max(float (&m)[2]) const {
     m[0] = row_max[0];

@@ -27,7 +27,8 @@ InstrClass classify(const Instruction& in) {
   if (starts_with(op, "WARPGROUP.DEPBAR")) return InstrClass::WgmmaWait;
   if (starts_with(op, "MUFU.EX2")) return InstrClass::Exp2;
   if (base == "F2FP") return InstrClass::Convert;
-  if (base == "FMNMX") return InstrClass::RowMax;
+  // The row max: float max, or (_im) the 3-input integer max over the exponents' bits.
+  if (base == "FMNMX" || base == "VIMNMX3") return InstrClass::RowMax;
   if (base == "SHFL") return InstrClass::Shuffle;
   if (base == "FADD") return InstrClass::FloatAdd;
   if (base == "FMUL" || base == "FFMA") return InstrClass::FloatMul;
@@ -108,7 +109,7 @@ const std::vector<LegendEntry>& picture_legend() {
       {'W', "WARPGROUP.DEPBAR"},
       {'E', "MUFU.EX2"},
       {'C', "F2FP"},
-      {'M', "FMNMX"},
+      {'M', "FMNMX/VIMNMX3"},
       {'S', "SHFL"},
       {'+', "FADD"},
       {'*', "FMUL/FFMA"},

@@ -52,7 +52,7 @@ std::string mix_lines(const InstructionMix& m) {
   }
   if (m.warp_mma) s << " | HMMA/IMMA x" << m.warp_mma;
   s << "\n"
-    << pad("", 13) << "MUFU.EX2 " << m.mufu_ex2 << "  F2FP " << m.f2fp << "  FMNMX " << m.fmnmx
+    << pad("", 13) << "MUFU.EX2 " << m.mufu_ex2 << "  F2FP " << m.f2fp << "  FMNMX/VIMNMX3 " << m.fmnmx
     << "  SHFL.BFLY " << m.shfl_bfly << "  WARPGROUP.ARRIVE " << m.wgmma_arrive << "  WARPGROUP.DEPBAR "
     << m.wgmma_wait;
   s << "\n"
