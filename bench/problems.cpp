@@ -144,7 +144,7 @@ std::string kernel_variant(const std::string& kernel_name) {
   if (b2_order) s += " in the order of the paper's B.2 SASS";
   if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
   if (conditional_rescale) s += " + O rescaled only when a row max grows by more than 2^8";
-  if (int_max) s += ", tested on the exponents by an integer max";
+  if (int_max) s += ", the row max by an integer max";
   if (exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (ascending) s += " + key blocks in ascending order";
   if (half_blocks) s += " + half-width GEMMs where half a block is masked";

@@ -142,7 +142,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK_FALSE(qw->q_warp_stores_o);
   CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal").half_blocks);
 
-  // _im: right after _cr, which it needs; not with _ew (the split softmax has no place for it).
+  // _im: right after _cr, which it needs.
   const auto im = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_os_qr_causal");
   CHECK(im.int_max);
   CHECK(im.conditional_rescale);
@@ -209,7 +209,6 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_pp_ov",      // flag order
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_im_pp",   // im: needs cr
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_im_cr_pp",  // flag order
-                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ew_pp_ps",  // im: not with ew
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal_ov",  // flag order
                           "fa3_fwd_bf16_d256_m128_n96_s2_w2",             // shared memory
                           "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_p2",      // ov3 excludes p2

@@ -53,13 +53,11 @@ struct FwdConfig {
   // per thread (a vote and a branch). Pays at d256 (128 accumulators per thread), +0.5% at
   // d128, costs at d64 (bench/NOTES.md v7, v13).
   bool conditional_rescale = false;
-  // With conditional_rescale: the lazy test by the exponents (_im). Once every row of a warp
-  // has a finite max, a block's x = S * scale_log2 - m_old are computed first and their row
-  // maxima taken as the largest int among their bit patterns, three at a time (VIMNMX3; a
-  // float max takes two operands on sm_90), exact whenever positive, which is all the test
-  // x > 8 needs. Only a warp with a grown row subtracts the growth from x. Saves about half
-  // of the row max's FMNMX and the two rescale-factor exp2 of the loop's block, and the
-  // exponentials no longer wait for a 16-deep max chain.
+  // With conditional_rescale: a block's row maxima by integers (_im), the largest int among
+  // the scores' bit patterns, three at a time (VIMNMX3; a float max takes two operands on
+  // sm_90): exact whenever the max is positive, which is all the lazy test needs while every
+  // row of the warp keeps m >= -8 (tile::OnlineSoftmax). Half the row max's instructions,
+  // and a 4-deep tree instead of 16-deep chains before the exponentials.
   bool int_max = false;
   // CTAs per thread-block cluster (1 or 2). The 2 CTAs of a cluster compute neighbouring
   // query blocks of one head, so they read the same K and V: each loads half of every K/V
@@ -233,7 +231,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.half_blocks || (c.overlap && !c.double_p && !c.three_stage && !c.b2_order &&
                              !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.row_sum_mma || c.head_dim + 8 <= 256) &&  // the widest wgmma is N = 256
-         (!c.int_max || (c.conditional_rescale && !c.exp_after_pv_wait)) &&
+         (!c.int_max || c.conditional_rescale) &&
          (!c.evict_last_kv || c.cluster_m == 1) &&     // multicast K/V loads carry no hint
          (!c.q_in_registers ||
           (c.cross_tile && c.head_dim <= 128 && c.consumer_warpgroups == 2)) &&

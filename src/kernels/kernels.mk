@@ -14,9 +14,8 @@
 #        and O is rescaled only then (a warp vote skips the multiplies): since v13 +1-3% at
 #        d256, +0.4-0.8% at d128 causal, -1.5 to -4% at d64 (bench/NOTES.md v7, v13); at d64
 #        w3 with _ls, +1-1.8% causal from 2k, +2.5% fp16 non-causal 16k (v22)
-#   _im  with _cr: the lazy test on the exponents x = S * scale - m_old, their row maxima by a
-#        3-input integer max (VIMNMX3) of their bit patterns, the exponentials no longer
-#        behind a max chain (bench/NOTES.md v23)
+#   _im  with _cr: a block's row maxima by a 3-input integer max (VIMNMX3) of the scores' bit
+#        patterns, exact for the lazy test while a warp's rows keep m >= -8 (bench/NOTES.md v23)
 #   _ew  a step's exponentials wait for its PV GEMM (only the row max runs under it), where
 #        ptxas put that wait after the first exponentials (d128 n128 _ps, the _c2 ones); the
 #        plain d128 n128 one, whose wait is after the row max already, is the control.
@@ -161,6 +160,10 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_os_qr_causal d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
   d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_dy_qr \
   d256_m128_n64_s2_w2_ov_cr_im_pp d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
-  d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3
+  d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
+  d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
+  d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_causal \
+  d256_m128_n80_s2_w2_ov_cr_im_pp d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
+  d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw d64_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_q3_qr_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))

@@ -6,8 +6,8 @@
 // e.g. fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_causal (_ov: intra-warpgroup 2-stage
 // GEMM-softmax pipelining, _ov3: 3-stage pipelining, _p2: with two P register buffers, _b2:
 // the 2-stage loop in the order of the paper's Appendix B.2 SASS, _cr: row max kept until it
-// grows by more than 2^8, O rescaled only then, _im: that test by an integer max of the
-// exponents, _ls: the row sums by the PV GEMM (ones after
+// grows by more than 2^8, O rescaled only then, _im: the row maxima by an integer max
+// of the scores' bits, _ls: the row sums by the PV GEMM (ones after
 // each V stage), _ew: exponentials after the PV wait, _as: key
 // blocks visited first to last, _hb: half-width blocks where a warpgroup's upper half is
 // masked, _pp: pingpong scheduling, _ps: persistent grid, _xt: tiles pipelined into each

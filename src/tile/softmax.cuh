@@ -70,13 +70,13 @@ __device__ __forceinline__ int quad_max_s32(int x) {
 
 // SumByMma: the caller sums P~ itself (Config::row_sum_mma: the PV GEMM does) and rescales
 // that sum with O; row_sum stays 0 and finalize is not used.
-// IntMax (with LazyMax; Config::int_max): once every row of the warp has a finite max, a
-// block's exponents x = S * scale_log2 - m_old are computed first, and the rows' largest x is
-// found as the largest 32-bit integer among their bit patterns (VIMNMX3, above). Every
-// positive float orders above every negative one as an int, and positive floats order as
-// their ints, so that maximum is exact whenever it is positive, which is all the lazy test
-// "x > kLazyMaxSlack" needs. Only a warp in which some row grew subtracts the growth from x
-// (and rescales); the others go straight to the exponentials, with the same P~ as update.
+// IntMax (with LazyMax; Config::int_max): a block's row maxima as the largest 32-bit integer
+// among the scores' bit patterns (VIMNMX3, above). Every positive float orders above every
+// negative one as an int, and positive floats order as their ints, so that maximum is the
+// true one whenever it is positive. A warp whose rows all keep m >= -kLazyMaxSlack needs no
+// more: a block whose scores are all negative cannot pass the lazy test (m_block > m + slack
+// >= 0), and one that passes has a positive, exact max. Other warps (a row without a key yet,
+// m = -inf, or very negative scores) take the float max.
 template <bool LazyMax, bool SumByMma = false, bool IntMax = false>
 struct OnlineSoftmax {
   static_assert(!IntMax || LazyMax, "the integer max decides the lazy test only");
@@ -94,13 +94,6 @@ struct OnlineSoftmax {
   // P~ is 0 and its factor is 0 (O and l are still 0 then).
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
-    if constexpr (IntMax) {
-      // A row with no key yet (m = -inf) has no x to compare: its warp takes the float max.
-      if (!__any_sync(0xffffffffu, row_max[0] == -INFINITY || row_max[1] == -INFINITY)) {
-        update_from_exponents(s, scale_log2, rescale);
-        return;
-      }
-    }
     float base[2];
     update_max(s, scale_log2, base, rescale);
     update_exp(s, scale_log2, base, rescale);
@@ -110,6 +103,25 @@ struct OnlineSoftmax {
   template <int N>
   __device__ __forceinline__ void update_max(const float (&s)[N], float scale_log2,
                                              float (&base)[2], float (&rescale)[2]) {
+    if constexpr (IntMax) {
+      if (!__any_sync(0xffffffffu, !(row_max[0] >= -kLazyMaxSlack && row_max[1] >= -kLazyMaxSlack))) {
+        int bits[2][N / 2];
+#pragma unroll
+        for (int e = 0; e < N; ++e) bits[AccLayout::half(e)][(e / 4) * 2 + e % 2] = __float_as_int(s[e]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          // The lazy step below, on finite maxima. (The float path keeps its own copy: folded
+          // into one, it changed the other kernels' code and made ptxas serialize one.)
+          const float m_block = __int_as_float(quad_max_s32(max3_reduce(bits[h]))) * scale_log2;
+          const bool grows = m_block > row_max[h] + kLazyMaxSlack;
+          const float m_new = grows ? m_block : row_max[h];
+          base[h] = m_new;
+          rescale[h] = grows ? ptx::ex2_approx(row_max[h] - m_new) : 1.0f;
+          row_max[h] = m_new;
+        }
+        return;
+      }
+    }
     // Two independent max chains per row (even / odd columns) halve the dependent latency.
     float block_max[2][2] = {{-INFINITY, -INFINITY}, {-INFINITY, -INFINITY}};
 #pragma unroll
@@ -146,51 +158,6 @@ struct OnlineSoftmax {
         row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
     }
   }
-  // IntMax: update for a warp whose rows all have a finite max (see the struct's comment).
-  template <int N>
-  __device__ __forceinline__ void update_from_exponents(float (&s)[N], float scale_log2,
-                                                        float (&rescale)[2]) {
-    int bits[2][N / 2];
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-      const int h = AccLayout::half(e);
-      s[e] = fmaf(s[e], scale_log2, -row_max[h]);
-      bits[h][(e / 4) * 2 + e % 2] = __float_as_int(s[e]);
-    }
-    int x_max[2];
-    bool grows[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      x_max[h] = quad_max_s32(max3_reduce(bits[h]));
-      grows[h] = x_max[h] > __float_as_int(kLazyMaxSlack);
-    }
-    rescale[0] = rescale[1] = 1.0f;
-    if (__any_sync(0xffffffffu, grows[0] || grows[1])) {
-      float delta[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        delta[h] = grows[h] ? __int_as_float(x_max[h]) : 0.0f;
-        if (grows[h]) {
-          row_max[h] += delta[h];
-          rescale[h] = ptx::ex2_approx(-delta[h]);
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < N; ++e) s[e] -= delta[AccLayout::half(e)];
-    }
-    float block_sum[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
-#pragma unroll
-    for (int e = 0; e < N; ++e) {
-      s[e] = ptx::ex2_approx(s[e]);
-      if constexpr (!SumByMma) block_sum[AccLayout::half(e)][e % 2] += s[e];
-    }
-    if constexpr (!SumByMma) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
-    }
-  }
-
   // SumByMma: the rows' maxima, for the caller's epilogue factors (row_factors).
   __device__ __forceinline__ void copy_max(float (&m)[2]) const {
     m[0] = row_max[0];

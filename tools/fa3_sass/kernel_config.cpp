@@ -218,7 +218,7 @@ std::string describe(const KernelTraits& t) {
   if (t.double_p) s += ", two P buffers";
   if (t.b2_order) s += ", B.2 order";
   if (t.conditional_rescale) s += ", conditional O rescale";
-  if (t.int_max) s += ", row max by integer max of the exponents";
+  if (t.int_max) s += ", row max by integer max";
   if (t.exp_after_pv_wait) s += ", exponentials after the PV wait";
   if (t.ascending) s += ", ascending key blocks";
   if (t.pingpong) s += ", pingpong";

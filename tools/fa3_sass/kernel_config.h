@@ -42,7 +42,7 @@ struct KernelTraits {
   bool double_p = false;          // _p2: two P register buffers
   bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
   bool conditional_rescale = false;  // _cr: lazy row max, O rescaled only when it grows
-  bool int_max = false;              // _im: the lazy test by an integer max of the exponents
+  bool int_max = false;              // _im: the row max by a 3-input integer max
   bool exp_after_pv_wait = false;  // _ew: a step's exponentials after its PV-GEMM wait
   bool ascending = false;         // _as: key blocks visited first to last
   bool persistent = false;        // _ps: persistent grid
