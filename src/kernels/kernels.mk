@@ -164,6 +164,7 @@ FWD_TILES := \
   d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
   d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_causal \
   d256_m128_n80_s2_w2_ov_cr_im_pp d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
-  d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw d64_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_q3_qr_causal
+  d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw d64_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_q3_qr_causal \
+  d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_qr_causal d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal
 
 FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
