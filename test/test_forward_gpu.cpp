@@ -398,7 +398,7 @@ TEST_CASE("kernels with a lazy row max follow rows whose scores keep growing",
   // are ~N(0, 1.4) in the log2 domain, the test waits for growth by 8). Keys scaled up along
   // the sequence, either way, make a row's max grow by ~4 per key block in the visiting
   // order of one direction or the other, so every _cr kernel rescales O and l mid-tile
-  // (and _im kernels take their growth path) many times.
+  // many times (in _im kernels, on the integer maxima).
   Runner runner;
   uint64_t seed = 9090;
   for (const std::string& name : forward_kernels_to_test()) {
