@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize python compare compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -94,6 +94,10 @@ for step in "${steps[@]}"; do
       run_step python 300 tools/run_python_tests.sh ;;
     compare)
       run_step compare 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+    compare-fp16)
+      # The same grid in fp16 (the anchors are bf16; bench/vs_anchors.py reads both CSVs).
+      run_step compare-fp16 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --dtype fp16 \
+        --csv "$OUT/compare_fp16.csv" ;;
     compare-quick)
       run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
     grid)
