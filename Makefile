@@ -1,12 +1,19 @@
 # fa3: FlashAttention-3 for Hopper. `make test` and `make bench` are all a new machine needs.
 #
-#   make            build libfa3 (.so and .a), the tests and the tools
+#   make            build libfa3 (.so and .a), the tests and the tools, with the production
+#                   kernels (src/kernels/kernels.mk); uses every core unless -j is given
+#   make lab        the same into build/lab/, with every lab kernel too (fa3-tune's search)
 #   make test       install missing dependencies, build, run every test (GPU tests skip
 #                   with a reason when there is no driver or Hopper GPU)
 #   make bench      build and run the default forward benchmark on the GPU
 #   make sanitize   run the [gpu] tests under compute-sanitizer memcheck/racecheck/synccheck
 #   make deps       install missing dependencies (Debian: catch2, nlohmann-json3-dev)
 #   make DEBUG=1    kernels with bounded mbarrier waits that trap with a message on a hang
+
+# Every core by default: the kernels are independent compilations (`make -jN` still wins).
+ifeq ($(filter -j% --jobs%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
 NVCC      ?= $(CUDA_HOME)/bin/nvcc
@@ -17,6 +24,18 @@ BUILD     ?= $(if $(filter 1,$(DEBUG)),build-debug,build)
 export CXX NVCC
 
 include src/kernels/kernels.mk
+# production: the kernels the built-in table picks and the reference ones; lab: all of them.
+KERNEL_SET ?= production
+ifeq ($(KERNEL_SET),lab)
+FWD_KERNELS := $(FWD_PRODUCTION_KERNELS) $(FWD_LAB_KERNELS)
+else ifeq ($(KERNEL_SET),production)
+FWD_KERNELS := $(FWD_PRODUCTION_KERNELS)
+else
+$(error KERNEL_SET must be production or lab, not '$(KERNEL_SET)')
+endif
+# Cubins depend only on their name and the kernel headers: the lab build shares the
+# production build's, so `make lab` compiles only the lab kernels.
+CUBIN_DIR ?= $(BUILD)/cubin
 
 # ---- kernels: one cubin per config, sm_90a ----------------------------------------------
 NVCC_FLAGS := -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin \
@@ -64,9 +83,9 @@ fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
             -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false) \
             -DFA3_CLUSTER_M=$(if $(filter c2,$(call fwd_words,$(1))),2,1)
 
-CUBINS := $(patsubst %,$(BUILD)/cubin/%.cubin,$(FWD_KERNELS))
+CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS))
 
-$(BUILD)/cubin/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+$(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
 	@$(NVCC) $(NVCC_FLAGS) $(call fwd_defs,fa3_fwd_$*) -o $@ $< > $@.log 2>&1 \
@@ -141,9 +160,14 @@ PROGRAMS := $(BUILD)/libfa3.so $(BUILD)/libfa3.a $(BUILD)/fa3_tests $(BUILD)/fa3
             $(BUILD)/fa3-table $(BUILD)/fa3-sass $(BUILD)/fa3-tune
 
 # ---- entry points ------------------------------------------------------------------------
-.PHONY: all deps test bench sanitize clean
+.PHONY: all deps test bench sanitize clean lab
 .DEFAULT_GOAL := all
 all: $(PROGRAMS)
+
+# The lab library and tools (build/lab/fa3-tune, fa3-bench --all-configs, fa3-sass --lib
+# build/lab/libfa3.so): every kernel of kernels.mk.
+lab:
+	$(MAKE) KERNEL_SET=lab BUILD=$(BUILD)/lab CUBIN_DIR=$(BUILD)/cubin all
 
 deps: $(BUILD)/.deps-ok
 # The stamp keeps `make test` on a machine that only runs a carried build/ from needing the

@@ -5,6 +5,10 @@
 #include <set>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
 #include "fa3/fa3.h"
 #include "runtime/kernel_registry.h"
 
@@ -265,15 +269,76 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
     CHECK_FALSE(fa3::parse_fwd_kernel_name(bad));
 }
 
-TEST_CASE("the library holds exactly the kernels listed in kernels.mk", "[cpu][registry]") {
+namespace {
+// The words of a make variable of src/kernels/kernels.mk, from its `NAME :=` line to the first
+// line that does not end in a backslash (tests run from the repository root).
+std::vector<std::string> kernels_mk_words(const std::string& variable) {
   std::ifstream mk("src/kernels/kernels.mk");
-  REQUIRE(mk.good());  // tests run from the repository root
-  // FWD_KERNELS = every FWD_TILES entry, for f16 and bf16.
-  std::set<std::string> listed;
-  std::string word;
-  while (mk >> word)
-    if (word.rfind("d", 0) == 0 && word.find("_m") != std::string::npos)
-      for (const char* dtype : {"f16", "bf16"}) listed.insert(std::string("fa3_fwd_") + dtype + "_" + word);
+  REQUIRE(mk.good());
+  std::vector<std::string> words;
+  std::string line;
+  bool inside = false;
+  while (std::getline(mk, line)) {
+    if (!inside && line.rfind(variable + " :=", 0) != 0) continue;
+    if (!inside) line = line.substr(variable.size() + 3);
+    inside = true;
+    const bool more = !line.empty() && line.back() == '\\';
+    if (more) line.pop_back();
+    std::istringstream in(line);
+    for (std::string w; in >> w;) words.push_back(w);
+    if (!more) break;
+  }
+  REQUIRE(inside);
+  return words;
+}
+
+std::set<std::string> production_kernels() {
+  const std::vector<std::string> words = kernels_mk_words("FWD_PRODUCTION_KERNELS");
+  return {words.begin(), words.end()};
+}
+
+std::set<std::string> lab_kernels() {
+  std::set<std::string> lab;
+  for (const std::string& tile : kernels_mk_words("FWD_LAB_TILES"))
+    for (const char* dtype : {"f16", "bf16"}) lab.insert(std::string("fa3_fwd_") + dtype + "_" + tile);
+  return lab;
+}
+
+// The kernels the built-in tuning table names.
+std::set<std::string> table_kernels() {
+  std::ifstream in("src/runtime/tuning_table.json");
+  REQUIRE(in.good());
+  const nlohmann::json table = nlohmann::json::parse(in);
+  std::set<std::string> names;
+  for (const auto& entry : table.at("entries")) names.insert(entry.at("kernel").get<std::string>());
+  return names;
+}
+}  // namespace
+
+TEST_CASE("the production set holds every table kernel and stays within its budget",
+          "[cpu][registry]") {
+  const std::set<std::string> production = production_kernels();
+  for (const std::string& name : table_kernels()) {
+    INFO("the built-in tuning table picks " << name
+         << ": it must be in FWD_PRODUCTION_KERNELS of src/kernels/kernels.mk");
+    CHECK(production.count(name) == 1);
+  }
+  for (const std::string& name : production) {
+    INFO(name);
+    const auto cfg = fa3::parse_fwd_kernel_name(name);
+    REQUIRE(cfg);
+    CHECK(fa3::fwd_kernel_name(*cfg) == name);
+  }
+  // Every production kernel is compiled by every clean build (CI, `make test`): the budget
+  // keeps that build within its five minutes on two cores (README, "Build time").
+  INFO("FWD_PRODUCTION_KERNELS has " << production.size() << " kernels; the budget is "
+       << fa3::kProductionForwardBudget << " (promote a lab kernel only in place of another)");
+  CHECK(production.size() <= static_cast<size_t>(fa3::kProductionForwardBudget));
+}
+
+TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][registry]") {
+  const std::set<std::string> production = production_kernels();
+  const std::set<std::string> lab = lab_kernels();
   std::set<std::string> compiled;
   for (int i = 0; i < fa3_kernel_count(); ++i) {
     const std::string name = fa3_kernel_name(i);
@@ -287,5 +352,10 @@ TEST_CASE("the library holds exactly the kernels listed in kernels.mk", "[cpu][r
     REQUIRE(size > 4);
     CHECK(std::string(static_cast<const char*>(data), 4) == "\x7f" "ELF");
   }
-  CHECK(compiled == listed);
+  // `make`: the production set; `make lab` (build/lab/): production and lab together.
+  std::set<std::string> expected = production;
+  bool lab_build = false;
+  for (const std::string& name : compiled) lab_build = lab_build || production.count(name) == 0;
+  if (lab_build) expected.insert(lab.begin(), lab.end());
+  CHECK(compiled == expected);
 }

@@ -86,8 +86,55 @@
 # those are built (bench/NOTES.md v8).
 #   _nows no warp specialization (paper Table 2 ablation): no producer warpgroup
 
-# Every forward kernel the library is built with.
-FWD_TILES := \
+# The production set: what `make` builds into libfa3 (and so `make test`, CI and every tool of
+# build/). It is the kernels the built-in tuning table picks plus the reference kernels of
+# the paper's Table 2 ablation (fp16, d128, 128 x 128 tiles: Algorithm 1 without pipelining,
+# with 2-stage pipelining with and without pingpong, pipelining without warp specialization)
+# and of fa3-sass's Appendix B.2 check (_ov_b2_pp). test/test_registry.cpp fails when a table
+# kernel is missing here or when the list grows past kProductionForwardBudget.
+FWD_PRODUCTION_KERNELS := \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_dy_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
+  fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_im_pp \
+  fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_pp \
+  fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_dy_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal \
+  fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
+  fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_im_pp \
+  fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_pp \
+  fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_as_ps_causal \
+  fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
+  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
+  \
+  fa3_fwd_f16_d128_m128_n128_s2_w2 \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_pp \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_nows \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_b2_pp
+
+# The lab: every variant measured on the way (bench/NOTES.md), built on demand by `make lab`
+# into build/lab/ (its own libfa3 and tools: fa3-tune searches it, fa3-bench --all-configs and
+# --ablation time it, fa3-sass inspects it). A lab kernel that wins is promoted by adding its
+# name to FWD_PRODUCTION_KERNELS (and to the tuning table).
+FWD_LAB_TILES := \
   d64_m128_n128_s2_w2 d64_m128_n128_s2_w2_causal \
   d64_m128_n128_s2_w2_ov_pp d64_m128_n128_s2_w2_ov_pp_causal \
   d64_m192_n128_s2_w3_ov_pp d64_m192_n128_s2_w3_ov_pp_causal \
@@ -167,4 +214,5 @@ FWD_TILES := \
   d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw d64_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_q3_qr_causal \
   d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_qr_causal d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal
 
-FWD_KERNELS := $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_TILES)))
+FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
+  $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_LAB_TILES))))

@@ -31,6 +31,11 @@ namespace fa3 {
 
 enum class Direction { Forward };
 
+// The most forward kernels the production set (FWD_PRODUCTION_KERNELS, src/kernels/kernels.mk)
+// may hold: the tuning table's picks and the reference kernels of the paper's ablation, each
+// a few seconds of every clean build (test_registry.cpp enforces it; README, "Build time").
+constexpr int kProductionForwardBudget = 48;
+
 struct KernelInfo {
   std::string name;
   Direction direction = Direction::Forward;
