@@ -18,7 +18,8 @@ With --energy a block is instead --energy-seconds of back-to-back calls (no hold
 before them), timed by two events: the kernels' sustained speed at the power cap, steady to
 about 0.5% from block to block. It also reads NVML's energy counter (millijoules since the
 driver loaded) before and after, for TFLOPS per kW; on the H100 that counter proved too coarse
-for ~1 s blocks (single blocks above the 700 W cap; bench/NOTES.md v19).
+for ~1 s blocks (single blocks read 670-740 W, above the 700 W cap, and TFLOPS per kW
+scattered by +-10%), so only the blocks' TFLOPS (steady to +-0.5%) are to be trusted there.
 
     python3 bench/clock_trace.py --hdim 128 --seqlens 8192,16384 --systems fa3,cudnn
     python3 bench/clock_trace.py --kernels fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt
@@ -145,7 +146,7 @@ def main() -> int:
                         help="batch size instead of the paper grid's 16384 / seqlen")
     parser.add_argument("--heads", type=int, default=0,
                         help="heads instead of the paper grid's 2048 / hdim (e.g. equal flops "
-                             "at two lengths: the per-tile cost, bench/NOTES.md v20)")
+                             "at two lengths, so the difference is the cost of half the tiles)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
     parser.add_argument("--systems", default="fa3,cudnn",
                         help="compare.py systems (fa3, cudnn, flash), comma-separated")

@@ -38,7 +38,9 @@ struct RunnerSettings {
   // After each kernel's timed launches (each round), the GPU idles this many times as long
   // as they took (fa3-tune --cooldown). Back to back for minutes, an H100 heats up and
   // reaches its power limit, its clocks fall to ~1.5 GHz, and the kernels that win there are
-  // not those that win at the clocks a benchmark of a few seconds sees (bench/NOTES.md v15).
+  // not those that win at the clocks a benchmark of a few seconds sees (measured on an H100:
+  // picks made without cooldown ran d128 at 4k/16k 694/669 TFLOPS in compare.py, the table
+  // they replaced 731/729).
   double cooldown = 0;
   bool check = false;
   bool baseline = true;

@@ -83,8 +83,9 @@ struct FixtureCase {
 constexpr const char* kAllPassWs =
     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
     "uniform_operands=pass";
-// The real dumps taken before bench/NOTES.md v10/v11 built their K/V descriptors in vector
-// registers in the mainloop (a warpgroup index and stage state not known to be warp-uniform).
+// The real dumps taken before the warpgroup index and the K/V stage state were broadcast from
+// lane 0 built their K/V descriptors in vector registers in the mainloop (values ptxas did not
+// know to be warp-uniform).
 constexpr const char* kAllPassWsBeforeV10 =
     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
     "uniform_operands=fail";
@@ -140,7 +141,8 @@ const FixtureCase kFixtures[] = {
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "gemm_softmax_overlap=pass tma_multicast=fail uniform_operands=fail"},
     // A persistent kernel whose K/V stage index ptxas kept per thread across the tile loop
-    // (every descriptor rebuilt in vector registers), and a persistent kernel after v11's fix.
+    // (every descriptor rebuilt in vector registers), and a persistent kernel after the fix
+    // (the stage state broadcast from lane 0 at each tile).
     {"real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_stage_per_thread.sass",
      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "

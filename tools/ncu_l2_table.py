@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""One row per kernel and shape of gpu-check's ncu-l2 log (bench/NOTES.md v21).
+"""One row per kernel and shape of gpu-check's ncu-l2 log.
+
+Cycles at ncu's locked clock compare kernels without the power cap: at the cap the energy per
+flop sets the clock, and a kernel can win in cycles and lose in time (measured on an H100:
+d128 causal 16k took 1.2% fewer cycles than non-causal 8k with the same flops, and ran 1.3%
+slower at 700 W).
 
 Columns: elapsed cycles at ncu's locked clock (gpc__cycles_elapsed.max), the tensor pipe's
 active share, L2 sector reads for the SMs (lts__t_sectors_srcunit_tex_op_read) next to the

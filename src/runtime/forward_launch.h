@@ -20,16 +20,17 @@ Error encode_tensor_map(const Driver& d, const fa3_tensor& t, const char* name, 
 // pairs, longest first within a group, so that the K and V the running tiles read stay in
 // L2. A power of two (at most pairs) near the larger of:
 // - the pairs whose K and V fit in 8 MiB (the public FA3 takes 32 MiB: at 1k those groups
-//   re-read a third of K and V from DRAM and ran 4-7% slower, bench/NOTES.md v17);
+//   re-read a third of K and V from DRAM and ran 4-7% slower on an H100);
 //   kv_bytes_per_pair is what a pair adds: with GQA/MQA the query heads of one K/V head
-//   share its bytes (larger groups: 0 to -1.2% cycles at GQA shapes, NOTES v18);
+//   share its bytes (measured on an H100: the larger groups this gives took 0 to 1.2% fewer
+//   cycles at GQA shapes, -1.2% at d64 GQA 8 4k);
 // - sm_count / m_blocks + sm_count / 64 pairs: a tile per SM, and more as tiles get longer,
 //   since the last group's longest tile must not run alone (at 16k one pair per group lost
 //   5-8%).
 // Then halved while the group's K and V pass 16 MiB, down to 3/4 of a tile per SM: the fill
 // term gave 32 MiB at d128 16k (re-reading a quarter of K and V, 270 MB against 201 MB) and
 // at d256 4k; 16 MiB ran +0.3% (d128 causal 16k), +1.0% (d256 4k) and +0.5% (d256 8k, 128
-// tiles) in bursts (bench/NOTES.md v21).
+// tiles) in bursts on an H100.
 // Group sizes between powers of two ran 4-9% slower on the paper grid (d128 8k: 3, 5 or 6
 // pairs against 2, 4 or 8; d256 2k: 9, 10, 12 against 8 or 16), with the same DRAM and L2
 // traffic; why is not known.

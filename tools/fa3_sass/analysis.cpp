@@ -203,8 +203,8 @@ CheckResult gemm_softmax_overlap(const KernelReport& k) {
 
 // wgmma reads its descriptors from uniform registers. A descriptor that depends on a value
 // ptxas did not prove warp-uniform is computed in vector registers and moved over with R2UR
-// every iteration: the persistent kernels' K/V stage index carried around the tile loop cost
-// 3-7% that way (bench/NOTES.md v11). R2URs of values computed before the loop (d256's Q
+// every iteration: the persistent kernels' K/V stage index carried around the tile loop made
+// each key block 3-7% longer that way (measured on an H100). R2URs of values computed before the loop (d256's Q
 // descriptors, kept in vector registers) are fine, and so are uniform values parked in vector
 // registers and moved back (MOV R, UR ... R2UR): ptxas out of uniform registers, not
 // per-thread math.

@@ -97,12 +97,15 @@ struct Mainloop {
   size_t membar_gpu = 0;  // MEMBAR of GPU or system scope in the loop (a wide release)
   // R2URs that move into a wgmma descriptor register what an instruction of this loop
   // computed (per thread) before them: descriptors built in vector registers every
-  // iteration, from a value ptxas did not prove warp-uniform (bench/NOTES.md v11).
+  // iteration, from a value ptxas did not prove warp-uniform (the persistent kernels' K/V
+  // stage index carried around the tile loop; measured on an H100: broadcasting it from lane 0
+  // made the persistent d128 kernel 3-15% faster).
   size_t r2ur_of_loop_values = 0;
   std::optional<size_t> first_r2ur_of_loop_value;  // its index
   // R2URs that move a descriptor back from a vector register the loop parked it in (MOV R,
-  // UR): still warp-uniform, only out of uniform registers (the _p2 loops, bench/NOTES.md
-  // v12). A MOV and an R2UR each, not per-thread math: reported, not failed.
+  // UR): still warp-uniform, only out of uniform registers (the _p2 loops, where ptxas runs
+  // out of its 63 uniform registers). A MOV and an R2UR each, not per-thread math: reported,
+  // not failed.
   size_t r2ur_of_parked_values = 0;
   std::string picture;
 };
