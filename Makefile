@@ -49,46 +49,15 @@ PTXAS_CHECK := tools/check_ptxas.sh --report-only
 else
 PTXAS_CHECK := tools/check_ptxas.sh
 endif
-KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h)
-
-# fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_causal -> -D definitions of its FwdConfig.
-fwd_words = $(subst _, ,$(1))
-fwd_num   = $(patsubst $(2)%,%,$(word $(3),$(call fwd_words,$(1))))
-fwd_defs  = -DFA3_KERNEL_NAME=$(1) \
-            -DFA3_DTYPE=$(if $(filter bf16,$(word 3,$(call fwd_words,$(1)))),BF16,F16) \
-            -DFA3_HEAD_DIM=$(call fwd_num,$(1),d,4) -DFA3_BLOCK_M=$(call fwd_num,$(1),m,5) \
-            -DFA3_BLOCK_N=$(call fwd_num,$(1),n,6) -DFA3_STAGES=$(call fwd_num,$(1),s,7) \
-            -DFA3_CONSUMER_WARPGROUPS=$(call fwd_num,$(1),w,8) \
-            -DFA3_CAUSAL=$(if $(filter causal,$(call fwd_words,$(1))),true,false) \
-            -DFA3_OVERLAP=$(if $(filter ov ov3,$(call fwd_words,$(1))),true,false) \
-            -DFA3_THREE_STAGE=$(if $(filter ov3,$(call fwd_words,$(1))),true,false) \
-            -DFA3_WARP_SPECIALIZED=$(if $(filter nows,$(call fwd_words,$(1))),false,true) \
-            -DFA3_B2_ORDER=$(if $(filter b2,$(call fwd_words,$(1))),true,false) \
-            -DFA3_CONDITIONAL_RESCALE=$(if $(filter cr,$(call fwd_words,$(1))),true,false) \
-            -DFA3_INT_MAX=$(if $(filter im,$(call fwd_words,$(1))),true,false) \
-            -DFA3_ASCENDING=$(if $(filter as,$(call fwd_words,$(1))),true,false) \
-            -DFA3_HALF_BLOCKS=$(if $(filter hb,$(call fwd_words,$(1))),true,false) \
-            -DFA3_ROW_SUM_MMA=$(if $(filter ls,$(call fwd_words,$(1))),true,false) \
-            -DFA3_CROSS_TILE=$(if $(filter xt,$(call fwd_words,$(1))),true,false) \
-            -DFA3_Q_WARP=$(if $(filter qw,$(call fwd_words,$(1))),true,false) \
-            -DFA3_THREE_Q_BUFFERS=$(if $(filter q3,$(call fwd_words,$(1))),true,false) \
-            -DFA3_Q_WARP_STORES_O=$(if $(filter os,$(call fwd_words,$(1))),true,false) \
-            -DFA3_DYNAMIC_SCHEDULE=$(if $(filter dy,$(call fwd_words,$(1))),true,false) \
-            -DFA3_Q_IN_REGISTERS=$(if $(filter qr,$(call fwd_words,$(1))),true,false) \
-            -DFA3_EVICT_FIRST_Q_O=$(if $(filter ef,$(call fwd_words,$(1))),true,false) \
-            -DFA3_EVICT_LAST_KV=$(if $(filter el,$(call fwd_words,$(1))),true,false) \
-            -DFA3_EXP_AFTER_PV_WAIT=$(if $(filter ew,$(call fwd_words,$(1))),true,false) \
-            -DFA3_PINGPONG=$(if $(filter pp,$(call fwd_words,$(1))),true,false) \
-            -DFA3_DOUBLE_P=$(if $(filter p2,$(call fwd_words,$(1))),true,false) \
-            -DFA3_PERSISTENT=$(if $(filter ps,$(call fwd_words,$(1))),true,false) \
-            -DFA3_CLUSTER_M=$(if $(filter c2,$(call fwd_words,$(1))),2,1)
+KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h \
+                              src/kernels/fwd/*.cuh src/kernels/lab/*.cuh)
 
 CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS))
 
 $(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
-	@$(NVCC) $(NVCC_FLAGS) $(call fwd_defs,fa3_fwd_$*) -o $@ $< > $@.log 2>&1 \
+	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_fwd_$* -o $@ $< > $@.log 2>&1 \
 	  || { cat $@.log; rm -f $@; exit 1; }
 	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 

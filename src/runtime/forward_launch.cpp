@@ -106,7 +106,7 @@ Error build_forward_params(const Driver& d, const KernelInfo& kernel, const Forw
   p.last_group_div = make_fast_divisor(static_cast<uint32_t>(last_group));
   *params = p;
   // Every forward kernel takes a whole SM (registers: __launch_bounds__(threads, 1)).
-  *grid = static_cast<unsigned>(c.persistent ? std::min(p.num_tiles, std::max(1, sm_count))
+  *grid = static_cast<unsigned>(c.persistent() ? std::min(p.num_tiles, std::max(1, sm_count))
                                              : p.num_tiles);
   return Error::ok();
 }
@@ -140,6 +140,18 @@ Error launch_forward(fa3_handle* h, const KernelInfo& kernel, const ForwardProbl
   config.blockDimZ = 1;
   config.sharedMemBytes = FwdSmemLayout::of(kernel.fwd).total_bytes;
   config.hStream = stream;
+  // Lab kernels with clusters (cluster_m CTAs on neighbouring query blocks): the cluster
+  // shape is a launch attribute, as the kernel's name is its only compile-time input.
+  CUlaunchAttribute cluster;
+  std::memset(&cluster, 0, sizeof cluster);
+  if (kernel.fwd.cluster_m > 1) {
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = static_cast<unsigned>(kernel.fwd.cluster_m);
+    cluster.value.clusterDim.y = 1;
+    cluster.value.clusterDim.z = 1;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
   void* args[] = {&params};
   const CUresult r = h->driver.launch_kernel_ex(&config, function, args, nullptr);
   if (r != CUDA_SUCCESS) return h->driver.fail(r, "launching " + kernel.name + " (cuLaunchKernelEx)");

@@ -9,108 +9,64 @@ namespace fa3 {
 
 const char* dtype_name(DType d) { return d == DType::F16 ? "f16" : "bf16"; }
 
-namespace {
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t pos = s.find(sep, start);
-    parts.push_back(s.substr(start, pos - start));
-    if (pos == std::string::npos) return parts;
-    start = pos + 1;
+std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name, std::string* why) {
+  // (A name with a NUL inside would parse as its prefix.)
+  if (name.find('\0') != std::string::npos) {
+    if (why) *why = "a kernel name has no NUL characters";
+    return std::nullopt;
   }
-}
-
-// "d128" with prefix 'd' -> 128; -1 when malformed (no leading zeros, no signs).
-int number_after(const std::string& token, char prefix) {
-  if (token.size() < 2 || token.size() > 5 || token[0] != prefix) return -1;
-  if (token[1] == '0') return -1;
-  int value = 0;
-  for (size_t i = 1; i < token.size(); ++i) {
-    if (token[i] < '0' || token[i] > '9') return -1;
-    value = value * 10 + (token[i] - '0');
+  const FwdNameParse r = parse_fwd_name(name.c_str());
+  if (!r.ok) {
+    if (why) *why = r.error;
+    return std::nullopt;
   }
-  return value;
-}
-
-}  // namespace
-
-std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name) {
-  const std::vector<std::string> t = split(name, '_');
-  if (t.size() < 8 || t.size() > 23) return std::nullopt;
-  if (t[0] != "fa3" || t[1] != "fwd") return std::nullopt;
-  FwdConfig c;
-  if (t[2] == "f16") c.dtype = DType::F16;
-  else if (t[2] == "bf16") c.dtype = DType::BF16;
-  else return std::nullopt;
-  c.head_dim = number_after(t[3], 'd');
-  c.block_m = number_after(t[4], 'm');
-  c.block_n = number_after(t[5], 'n');
-  c.stages = number_after(t[6], 's');
-  c.consumer_warpgroups = number_after(t[7], 'w');
-  // Optional flags, in this order: ov or ov3, p2 or b2, cr, im, ls, ew, as, hb, pp, ps, xt, qw, q3, os,
-  // dy, qr, ef, el, c2, nows, causal.
-  size_t i = 8;
-  if (i < t.size() && t[i] == "ov") c.overlap = true, ++i;
-  else if (i < t.size() && t[i] == "ov3") c.overlap = c.three_stage = true, ++i;
-  if (i < t.size() && t[i] == "p2") c.double_p = true, ++i;
-  else if (i < t.size() && t[i] == "b2") c.b2_order = true, ++i;
-  if (i < t.size() && t[i] == "cr") c.conditional_rescale = true, ++i;
-  if (i < t.size() && t[i] == "im") c.int_max = true, ++i;
-  if (i < t.size() && t[i] == "ls") c.row_sum_mma = true, ++i;
-  if (i < t.size() && t[i] == "ew") c.exp_after_pv_wait = true, ++i;
-  if (i < t.size() && t[i] == "as") c.ascending = true, ++i;
-  if (i < t.size() && t[i] == "hb") c.half_blocks = true, ++i;
-  if (i < t.size() && t[i] == "pp") c.pingpong = true, ++i;
-  if (i < t.size() && t[i] == "ps") c.persistent = true, ++i;
-  if (i < t.size() && t[i] == "xt") c.cross_tile = true, ++i;
-  if (i < t.size() && t[i] == "qw") c.q_warp = true, ++i;
-  if (i < t.size() && t[i] == "q3") c.three_q_buffers = true, ++i;
-  if (i < t.size() && t[i] == "os") c.q_warp_stores_o = true, ++i;
-  if (i < t.size() && t[i] == "dy") c.dynamic_schedule = true, ++i;
-  if (i < t.size() && t[i] == "qr") c.q_in_registers = true, ++i;
-  if (i < t.size() && t[i] == "ef") c.evict_first_q_o = true, ++i;
-  if (i < t.size() && t[i] == "el") c.evict_last_kv = true, ++i;
-  if (i < t.size() && t[i] == "c2") c.cluster_m = 2, ++i;
-  if (i < t.size() && t[i] == "nows") c.warp_specialized = false, ++i;
-  if (i < t.size() && t[i] == "causal") c.causal = true, ++i;
-  if (i != t.size()) return std::nullopt;
-  if (!fwd_config_is_valid(c)) return std::nullopt;
-  return c;
+  return r.config;
 }
 
 std::string fwd_kernel_name(const FwdConfig& c) {
   std::string s = "fa3_fwd_";
   s += dtype_name(c.dtype);
-  s += "_d" + std::to_string(c.head_dim);
-  s += "_m" + std::to_string(c.block_m);
-  s += "_n" + std::to_string(c.block_n);
-  s += "_s" + std::to_string(c.stages);
-  s += "_w" + std::to_string(c.consumer_warpgroups);
-  if (c.overlap) s += c.three_stage ? "_ov3" : "_ov";
-  if (c.double_p) s += "_p2";
-  if (c.b2_order) s += "_b2";
-  if (c.conditional_rescale) s += "_cr";
-  if (c.int_max) s += "_im";
-  if (c.row_sum_mma) s += "_ls";
-  if (c.exp_after_pv_wait) s += "_ew";
-  if (c.ascending) s += "_as";
-  if (c.half_blocks) s += "_hb";
-  if (c.pingpong) s += "_pp";
-  if (c.persistent) s += "_ps";
-  if (c.cross_tile) s += "_xt";
-  if (c.q_warp) s += "_qw";
-  if (c.three_q_buffers) s += "_q3";
-  if (c.q_warp_stores_o) s += "_os";
-  if (c.dynamic_schedule) s += "_dy";
-  if (c.q_in_registers) s += "_qr";
-  if (c.evict_first_q_o) s += "_ef";
-  if (c.evict_last_kv) s += "_el";
-  if (c.cluster_m == 2) s += "_c2";
-  if (!c.warp_specialized) s += "_nows";
-  if (c.causal) s += "_causal";
+  const int numbers[kFwdNumberCount] = {c.head_dim, c.block_m, c.block_n, c.stages,
+                                        c.consumer_warpgroups};
+  for (int i = 0; i < kFwdNumberCount; ++i)
+    s += std::string("_") + kFwdNumbers[i].prefix + std::to_string(numbers[i]);
+  for (const FwdOption& o : kFwdOptions) {
+    const FwdSpelling* spelling = fwd_spelling_of(c, o);
+    if (spelling != nullptr && spelling->tokens[0] != '\0') s += std::string("_") + spelling->tokens;
+  }
   return s;
+}
+
+std::string fwd_option_value_word(const FwdConfig& c, const FwdOption& o) {
+  const int v = fwd_field_value(c, o.field);
+  switch (o.kind) {
+    case FwdFieldKind::Bool: return v ? "true" : "false";
+    case FwdFieldKind::Int: return std::to_string(v);
+    case FwdFieldKind::Enum: break;
+  }
+  const FwdSpelling* spelling = fwd_spelling_of(c, o);
+  return spelling != nullptr && spelling->word != nullptr ? spelling->word : std::to_string(v);
+}
+
+std::vector<NamePart> explain_fwd_kernel_name(const std::string& name) {
+  std::vector<NamePart> parts;
+  const std::optional<FwdConfig> c = parse_fwd_kernel_name(name);
+  if (!c) return parts;
+  parts.push_back({"fa3_fwd", "direction", "forward", "a forward attention kernel", false});
+  parts.push_back({dtype_name(c->dtype), "dtype", dtype_name(c->dtype),
+                   "element type of Q, K, V and O", false});
+  const int numbers[kFwdNumberCount] = {c->head_dim, c->block_m, c->block_n, c->stages,
+                                        c->consumer_warpgroups};
+  for (int i = 0; i < kFwdNumberCount; ++i)
+    parts.push_back({kFwdNumbers[i].prefix + std::to_string(numbers[i]), kFwdNumbers[i].key,
+                     std::to_string(numbers[i]), kFwdNumbers[i].meaning, false});
+  for (const FwdOption& o : kFwdOptions) {
+    const FwdSpelling* spelling = fwd_spelling_of(*c, o);
+    const bool is_default = spelling == &o.spellings[0];
+    parts.push_back({spelling ? spelling->tokens : "", o.key, fwd_option_value_word(*c, o),
+                     spelling ? spelling->meaning : "", o.lab_only && !is_default});
+  }
+  return parts;
 }
 
 const std::vector<KernelInfo>& compiled_kernels() {

@@ -1,23 +1,8 @@
 // The kernels compiled into the library: their extern "C" names, their cubins (embedded at
 // build time) and the configs their names encode.
 //
-// Forward kernel names: fa3_fwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer
-// warpgroups>[_ov|_ov3][_p2|_b2][_cr][_im][_ls][_ew][_as][_hb][_pp][_ps][_xt][_qw][_q3][_os][_dy][_qr][_ef][_el][_c2][_nows][_causal],
-// e.g. fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_causal (_ov: intra-warpgroup 2-stage
-// GEMM-softmax pipelining, _ov3: 3-stage pipelining, _p2: with two P register buffers, _b2:
-// the 2-stage loop in the order of the paper's Appendix B.2 SASS, _cr: row max kept until it
-// grows by more than 2^8, O rescaled only then, _im: the row maxima by an integer max
-// of the scores' bits, _ls: the row sums by the PV GEMM (ones after
-// each V stage), _ew: exponentials after the PV wait, _as: key
-// blocks visited first to last, _hb: half-width blocks where a warpgroup's upper half is
-// masked, _pp: pingpong scheduling, _ps: persistent grid, _xt: tiles pipelined into each
-// other, _qw: Q loaded by a producer warp of its own, _q3: three Q buffers, _os: O stored by
-// the Q warp, _dy: non-causal tiles handed out through a counter, _qr: QK^T with Q from
-// registers, _ef: Q loads and O stores
-// evict-first in L2, _el: K/V loads evict-last in L2, _c2: clusters of 2 CTAs sharing K/V
-// through TMA multicast, _nows: no producer warpgroup). The name is the only place a kernel's config is
-// written down for the host: the Makefile derives the compile definitions from it, and the
-// runtime parses it back.
+// Forward kernel names are their configs: src/kernels/fwd_names.h holds the grammar (the one
+// place each token is defined and explained); this file parses and prints them for the host.
 #pragma once
 
 #include <cstddef>
@@ -26,6 +11,7 @@
 #include <vector>
 
 #include "kernels/fwd_config.h"
+#include "kernels/fwd_names.h"
 
 namespace fa3 {
 
@@ -45,9 +31,27 @@ struct KernelInfo {
 };
 
 // Parses a forward kernel name; nullopt when it does not follow the grammar or names a
-// config the kernel code cannot be built with (fwd_config_is_valid).
-std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name);
+// config the kernel code cannot be built with (fwd_config_is_valid). `why`, when given, gets
+// the reason.
+std::optional<FwdConfig> parse_fwd_kernel_name(const std::string& name, std::string* why = nullptr);
 std::string fwd_kernel_name(const FwdConfig& c);
+
+// A name's parts in order, each with what it means: ("bf16", "dtype: bf16"), ("d128", "head
+// dimension: 128"), ("ov", "loop: pipelined - Algorithm 2: ..."), ... Options at their
+// default (spelled by nothing) are listed too, with an empty spelling. Empty for a name that
+// does not parse.
+struct NamePart {
+  std::string tokens;   // the name's tokens for this part ("" for a default option)
+  std::string field;    // the FwdConfig field (dtype, head_dim, ..., loop, tiles, ...)
+  std::string value;    // its value in words
+  std::string meaning;  // one line
+  bool lab_only = false;
+};
+std::vector<NamePart> explain_fwd_kernel_name(const std::string& name);
+
+// A config field's value in words: the value's word for enums (pipelined, lazy_int_max, ...),
+// true/false for flags, the number for cluster_m.
+std::string fwd_option_value_word(const FwdConfig& c, const FwdOption& o);
 
 const char* dtype_name(DType d);  // "f16" / "bf16"
 

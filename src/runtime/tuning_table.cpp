@@ -254,6 +254,8 @@ void check_config_shape(const Json& v, const std::string& path) {
       parse_bool(item.value(), at);
     else if (expected.is_number_integer() && !item.value().is_number_integer())
       violate(at + " must be an integer (got " + shown(item.value()) + ")");
+    else if (expected.is_string() && !item.value().is_string())
+      violate(at + " must be a string (got " + shown(item.value()) + ")");
   }
 }
 
@@ -451,35 +453,20 @@ std::string describe(const MatchKey& key) {
 }
 
 Json fwd_config_json(const FwdConfig& c) {
-  return Json{{"block_m", c.block_m},
-              {"block_n", c.block_n},
-              {"stages", c.stages},
-              {"consumer_warpgroups", c.consumer_warpgroups},
-              {"producer_regs", c.producer_regs()},
-              {"consumer_regs", c.consumer_regs()},
-              {"overlap", c.overlap},
-              {"double_p", c.double_p},
-              {"pingpong", c.pingpong},
-              {"persistent", c.persistent},
-              {"three_stage", c.three_stage},
-              {"b2_order", c.b2_order},
-              {"conditional_rescale", c.conditional_rescale},
-              {"int_max", c.int_max},
-              {"cluster_m", c.cluster_m},
-              {"exp_after_pv_wait", c.exp_after_pv_wait},
-              {"ascending", c.ascending},
-              {"cross_tile", c.cross_tile},
-              {"q_warp", c.q_warp},
-              {"three_q_buffers", c.three_q_buffers},
-              {"q_warp_stores_o", c.q_warp_stores_o},
-              {"dynamic_schedule", c.dynamic_schedule},
-              {"q_in_registers", c.q_in_registers},
-              {"evict_first_q_o", c.evict_first_q_o},
-              {"evict_last_kv", c.evict_last_kv},
-              {"half_blocks", c.half_blocks},
-              {"row_sum_mma", c.row_sum_mma},
-              {"warp_specialized", c.warp_specialized},
-              {"causal", c.causal}};
+  Json j{{"block_m", c.block_m},
+         {"block_n", c.block_n},
+         {"stages", c.stages},
+         {"consumer_warpgroups", c.consumer_warpgroups},
+         {"producer_regs", c.producer_regs()},
+         {"consumer_regs", c.consumer_regs()}};
+  // The name's options, as the registry names them (src/kernels/fwd_names.h).
+  for (const FwdOption& o : kFwdOptions) {
+    const int v = fwd_field_value(c, o.field);
+    if (o.kind == FwdFieldKind::Bool) j[o.key] = v != 0;
+    else if (o.kind == FwdFieldKind::Int) j[o.key] = v;
+    else j[o.key] = fwd_option_value_word(c, o);
+  }
+  return j;
 }
 
 std::string builtin_tuning_table_text() {
