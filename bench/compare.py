@@ -1,37 +1,53 @@
 #!/usr/bin/env python3
-"""fa3 against PyTorch SDPA's cuDNN and FlashAttention-2 backends, forward, one process.
+"""fa3 against PyTorch SDPA's cuDNN and FlashAttention-2 backends, the previous fa3 build and
+the public FlashAttention-3, forward, one process.
 
 The grid is the FlashAttention-3 paper's (Section 4.1): seqlen 512..16k, batch =
 16384 / seqlen, heads = 2048 / head_dim, head_dim 64/128/256, causal off/on; bf16 unless
---dtype fp16. TFLOPS use the paper's formula 4 * batch * heads * seqlen^2 * head_dim,
-halved for causal.
+--dtype fp16 (or bf16,fp16). TFLOPS use the paper's formula 4 * batch * heads * seqlen^2 *
+head_dim, halved for causal.
+
+Systems (--systems): fa3 (this build's libfa3: $FA3_LIBRARY, else the source tree's
+build/libfa3.so), cudnn and flash (SDPA's cuDNN and FlashAttention-2 backends), fa3-prev
+(another libfa3 file, --prev-lib, loaded next to this one through fa3.open_library) and
+fa3-public (the public FlashAttention-3's flash_attn_interface.flash_attn_func, from
+--public-fa3 DIR or wherever Python finds it).
+
+--side-by-side is this build against the previous one and the public FA3: systems
+fa3,fa3-prev,fa3-public by default (cudnn or flash on request), bf16 and fp16, more rounds
+(twice the number of systems, 10 calls each), and a CSV and a markdown table per dtype with
+the ratios this/prev and this/public (--out-dir). It prints its time estimate first and its
+real time last (docs/bench.md, "Side by side").
 
 Method, the same for every system:
 - the same inputs: several sets of (q, k, v) in fa3's layout (batch, seqlen, heads,
   head_dim), enough that one pass over them exceeds twice the L2 cache; calls rotate over
   the sets so no call finds its inputs in L2. SDPA takes (batch, heads, seqlen, head_dim):
   it gets .transpose(1, 2) views of the very same storage (physically BSHD), which both
-  of its backends read without a copy.
+  of its backends read without a copy. fa3, fa3-prev and fa3-public take the BSHD tensors.
 - before timing, each system's output on set 0 is compared with a float32 SDPA (math
   backend, no TF32) reference on batch 0, the first two heads, every row; a system whose
   max |difference| exceeds its tolerance is marked WRONG and not timed.
-- the timed calls come in --rounds rounds (default 3), and the order of the systems rotates
-  from one round to the next, so each system is timed first in some round: at 8k-16k the
-  system timed first right after the check gained 4-6% on the other on average, up to 11%
-  in a cell (an H200, fa3 and cuDNN in both orders): the GPU reaches its power cap during
-  the first system's calls (bench/NOTES.md v18). Each round of a system: warm-up calls,
-  then its share of the --iters calls, each between two CUDA events on the current stream.
-  The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the events
-  measure GPU time only, not Python or launch overhead; Python's garbage collector is off
-  while they are queued (a collection pause longer than the hold would let the GPU run
-  dry, and the calls queued after it would time the host). Median, p10 and p90 over the
-  calls of every round are reported.
+- the timed calls come in --rounds rounds (default 3; --side-by-side: twice the number of
+  systems), and the order of the systems rotates from one round to the next (and its start
+  from one shape to the next), so each system is timed first as often as the others: at
+  8k-16k the system timed first right after the check gained 4-6% on the other on average,
+  up to 11% in a cell (an H200, fa3 and cuDNN in both orders): the GPU reaches its power
+  cap during the first system's calls (bench/NOTES.md v18). Each round of a system: warm-up
+  calls, then its share of the --iters calls, each between two CUDA events on the current
+  stream. The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the
+  events measure GPU time only, not Python or launch overhead; Python's garbage collector
+  is off while they are queued (a collection pause longer than the hold would let the GPU
+  run dry, and the calls queued after it would time the host). Median, p10 and p90 over
+  the calls of every round are reported.
 - a backend that cannot run a shape (PyTorch's reason, e.g. a head dim) is a cell with
   that reason, not a crash.
 
     python3 bench/compare.py                       # the whole grid, bf16
     python3 bench/compare.py --quick --dtype fp16  # seqlens 1k/4k/16k, fewer iterations
     python3 bench/compare.py --csv out.csv --png out.png
+    python3 bench/compare.py --side-by-side --prev-lib .prev/libfa3.so \\
+        --public-fa3 .anchors/fa3 --dtype bf16 --out-dir gpu-out
 """
 
 from __future__ import annotations
@@ -39,42 +55,98 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import dataclasses
 import gc
 import math
+import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence
+from typing import Any, Callable, ContextManager, Iterator, NoReturn, Optional, Sequence
 
 REPO_DIR = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_DIR / "python"))
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-from torch.nn.attention import SDPBackend, sdpa_kernel  # noqa: E402
+import fa3  # noqa: E402  (ctypes only: importing it needs neither torch nor the library)
 
-import fa3  # noqa: E402
+# PyTorch is imported by import_torch() once the arguments are parsed, so that --help and
+# argument errors work on a machine without it (the CPU machines that run make test).
+torch: Any = None
+F: Any = None
+SDPBackend: Any = None
+sdpa_kernel: Any = None
+# The public FlashAttention-3's flash_attn_interface, once import_public_fa3() found it.
+flash_attn_interface: Any = None
+
+
+def import_torch() -> None:
+    """Imports PyTorch into this module's globals (idempotent); raises ImportError."""
+    global torch, F, SDPBackend, sdpa_kernel
+    if torch is not None:
+        return
+    import torch as torch_module
+    import torch.nn.functional as functional
+    from torch.nn.attention import SDPBackend as backends, sdpa_kernel as force_backend
+
+    torch, F, SDPBackend, sdpa_kernel = torch_module, functional, backends, force_backend
+
+
+class TorchDtypes(Mapping):
+    """bf16 / fp16 -> the torch dtype. The names alone (argparse's choices) need no torch;
+    looking up a value imports it (bench/clock_trace.py and profile_call.py do)."""
+
+    NAMES = {"bf16": "bfloat16", "fp16": "float16"}
+
+    def __getitem__(self, name: str) -> Any:
+        torch_name = self.NAMES[name]
+        import_torch()
+        return getattr(torch, torch_name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.NAMES)
+
+    def __len__(self) -> int:
+        return len(self.NAMES)
+
+    def __contains__(self, name: object) -> bool:  # Mapping's would look the value up
+        return name in self.NAMES
+
 
 TOKENS = 16384           # batch * seqlen in the paper's grid
 HIDDEN = 2048            # heads * head_dim in the paper's grid
 DEFAULT_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 QUICK_SEQLENS = [1024, 4096, 16384]
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = TorchDtypes()
 # Unit roundoff of the 16-bit types: the floor of the correctness tolerance.
-UNIT_ROUNDOFF = {torch.bfloat16: 2.0 ** -8, torch.float16: 2.0 ** -11}
+UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
 TOLERANCE_FACTOR = 4.0
 CHECKED_HEADS = 2
 REFERENCE_CHUNK_BYTES = 256 << 20   # float32 scores per reference chunk
 ASSUMED_CLOCK_HZ = 2.0e9            # to turn a hold time into torch.cuda._sleep cycles
 MIN_HOLD_SECONDS = 0.02             # the least hold: a few host hiccups' worth
+MAX_HOLD_SECONDS = 2.0
+# --side-by-side: rounds per system and calls per round. Short rounds keep each system in
+# the regime the anchors and compare.py's other runs measure (a 10-call burst, bench/NOTES.md
+# v18: both systems lose 5-12% once the power cap settles); more rounds, not longer ones,
+# give the medians their samples.
+SIDE_BY_SIDE_ROUNDS_PER_SYSTEM = 2
+SIDE_BY_SIDE_CALLS_PER_ROUND = 10
 
-LAYOUTS = ("fa3: q, k, v, out contiguous (batch, seqlen, heads, head_dim). "
-           "SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
+# Every system compare.py knows; which ones run is --systems.
+SYSTEM_KEYS = ("fa3", "fa3-prev", "fa3-public", "cudnn", "flash")
+SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-prev", "fa3-public")
+# (numerator, denominator, heading): the ratios of median TFLOPS shown when both run.
+RATIOS = (("fa3", "cudnn", "fa3/cuDNN"), ("fa3", "fa3-prev", "this/prev"),
+          ("fa3", "fa3-public", "this/public"))
+
+LAYOUTS = ("fa3, fa3-prev, fa3-public: q, k, v, out contiguous (batch, seqlen, heads, "
+           "head_dim). SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
            ".transpose(1, 2) (strides S*H*D, D, H*D, 1); its output is (B, H, S, D).")
 
 
@@ -108,10 +180,10 @@ class Shape:
         return f"d{self.head_dim}" + (" causal" if self.causal else "")
 
 
-Inputs = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
+Inputs = tuple  # (q, k, v): three torch tensors in fa3's layout
 
 
-def make_input_sets(shape: Shape, dtype: torch.dtype, device: torch.device) -> list[Inputs]:
+def make_input_sets(shape: Shape, dtype: "torch.dtype", device: "torch.device") -> list[Inputs]:
     """Enough (q, k, v) sets that one rotation touches more than twice the L2 cache."""
     dims = (shape.batch, shape.seqlen, shape.heads, shape.head_dim)
     set_bytes = 3 * math.prod(dims) * torch.tensor([], dtype=dtype).element_size()
@@ -120,7 +192,7 @@ def make_input_sets(shape: Shape, dtype: torch.dtype, device: torch.device) -> l
             for _ in range(count)]
 
 
-def l2_cache_bytes(device: torch.device) -> int:
+def l2_cache_bytes(device: "torch.device") -> int:
     properties = torch.cuda.get_device_properties(device)
     return int(getattr(properties, "L2_cache_size", 0) or 50 << 20)  # H100: 50 MiB
 
@@ -136,10 +208,11 @@ class Unavailable(Exception):
 class System:
     key: str    # short name for CSV and options
     label: str  # what the table and the figure call it
-    call: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, bool], torch.Tensor]
+    call: Callable[["torch.Tensor", "torch.Tensor", "torch.Tensor", bool], "torch.Tensor"]
     context: Callable[[], ContextManager[Any]] = contextlib.nullcontext
 
-    def run(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+    def run(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+            causal: bool) -> "torch.Tensor":
         """One call in (batch, seqlen, heads, head_dim); raises Unavailable with the reason."""
         with warnings.catch_warnings(record=True) as caught, self.context():
             warnings.simplefilter("always")
@@ -158,11 +231,13 @@ def first_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
-def fa3_call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+def fa3_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+             causal: bool) -> "torch.Tensor":
     return fa3.forward(q, k, v, causal=causal)
 
 
-def sdpa_call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
+def sdpa_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+              causal: bool) -> "torch.Tensor":
     # Views of our BSHD storage in SDPA's (B, H, S, D); seqlen_q == seqlen_k, so PyTorch's
     # top-left causal mask is the same as fa3's bottom-right one.
     out = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
@@ -170,7 +245,18 @@ def sdpa_call(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -
     return out.transpose(1, 2)
 
 
+def public_fa3_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                    causal: bool) -> "torch.Tensor":
+    # The public FA3 takes fa3's (B, S, H, D) and masks causal bottom-right like fa3; some
+    # of its versions return (out, lse) even without return_attn_probs.
+    out = flash_attn_interface.flash_attn_func(q, k, v, causal=causal)
+    return out[0] if isinstance(out, tuple) else out
+
+
 def all_systems() -> dict[str, System]:
+    """fa3 (this build) and SDPA's backends: the systems that need nothing but torch and the
+    default libfa3 (bench/clock_trace.py and profile_call.py choose from these)."""
+    import_torch()
     return {
         "fa3": System("fa3", "fa3", fa3_call),
         "cudnn": System("cudnn", "cuDNN (SDPA)", sdpa_call,
@@ -178,6 +264,34 @@ def all_systems() -> dict[str, System]:
         "flash": System("flash", "FA2 (SDPA flash)", sdpa_call,
                         lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)),
     }
+
+
+def prev_fa3_system(binding: "fa3.Binding") -> System:
+    def call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+             causal: bool) -> "torch.Tensor":
+        return binding.forward(q, k, v, causal=causal)
+
+    return System("fa3-prev", "fa3 (previous build)", call)
+
+
+def public_fa3_system() -> System:
+    return System("fa3-public", "FA3 (public)", public_fa3_call)
+
+
+def import_public_fa3(directory: Optional[str]) -> str:
+    """Imports flash_attn_interface (from directory first, when given) into this module;
+    returns "" or why it cannot be imported."""
+    global flash_attn_interface
+    if directory:
+        sys.path.insert(0, os.path.abspath(directory))
+    try:
+        import flash_attn_interface as module
+    # A build for another torch or CUDA fails in its extension: OSError (a missing library)
+    # or ImportError (an undefined symbol); anything else is a bug worth its traceback.
+    except (ImportError, OSError) as error:
+        return first_line(error)
+    flash_attn_interface = module
+    return ""
 
 
 # ---- correctness --------------------------------------------------------------------------
@@ -194,12 +308,12 @@ def no_tf32() -> Iterator[None]:
         torch.set_float32_matmul_precision(previous)
 
 
-def checked_slice(out_bshd: torch.Tensor) -> torch.Tensor:
+def checked_slice(out_bshd: "torch.Tensor") -> "torch.Tensor":
     """The part of an output the check compares: batch 0, the first heads, every row."""
     return out_bshd[0, :, :CHECKED_HEADS, :]
 
 
-def reference_fp32(inputs: Inputs, causal: bool) -> torch.Tensor:
+def reference_fp32(inputs: Inputs, causal: bool) -> "torch.Tensor":
     """float32 SDPA (math backend, no TF32) of checked_slice, in query-row chunks so the
     score matrix stays small at 16k; returns (seqlen, heads, head_dim) float32."""
     q, k, v = (checked_slice(x).float().transpose(0, 1).unsqueeze(0) for x in inputs)
@@ -218,17 +332,17 @@ def reference_fp32(inputs: Inputs, causal: bool) -> torch.Tensor:
     return torch.cat(pieces, dim=2)[0].transpose(0, 1)
 
 
-def max_abs_difference(out_bshd: torch.Tensor, reference: torch.Tensor) -> float:
+def max_abs_difference(out_bshd: "torch.Tensor", reference: "torch.Tensor") -> float:
     difference = (checked_slice(out_bshd).float() - reference).abs().max().item()
     return difference if math.isfinite(difference) else math.inf
 
 
-def tolerances(diffs: dict[str, float], reference: torch.Tensor,
-               dtype: torch.dtype) -> dict[str, float]:
+def tolerances(diffs: dict[str, float], largest_output: float,
+               dtype_name: str) -> dict[str, float]:
     """A system is wrong when its difference exceeds TOLERANCE_FACTOR times the larger of
     the dtype's rounding of the largest output and the best difference among the *other*
     systems (so one system alone is still judged by the rounding floor)."""
-    floor = UNIT_ROUNDOFF[dtype] * reference.abs().max().item()
+    floor = UNIT_ROUNDOFF[dtype_name] * largest_output
     result = {}
     for key in diffs:
         others = [d for other, d in diffs.items() if other != key and math.isfinite(d)]
@@ -237,6 +351,13 @@ def tolerances(diffs: dict[str, float], reference: torch.Tensor,
 
 
 # ---- timing -------------------------------------------------------------------------------
+
+
+def hold_seconds(calls: int, host_seconds_per_call: float) -> float:
+    """How long the GPU spins before `calls` queued calls: long enough for the host to queue
+    every one of them before the GPU reaches them."""
+    return min(MAX_HOLD_SECONDS,
+               max(MIN_HOLD_SECONDS, calls * max(3 * host_seconds_per_call, 100e-6)))
 
 
 def hold_gpu(seconds: float) -> None:
@@ -255,14 +376,13 @@ def time_system(system: System, sets: list[Inputs], causal: bool, iters: int,
             system.call(*sets[i % len(sets)], causal)
             host_seconds.append(time.perf_counter() - started)
         torch.cuda.synchronize()
-        # Long enough for the host to queue every timed call before the GPU reaches them.
         per_call = statistics.median(host_seconds[1:] or host_seconds)
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
         collecting = gc.isenabled()
         gc.disable()
         try:
-            hold_gpu(min(2.0, max(MIN_HOLD_SECONDS, iters * max(3 * per_call, 100e-6))))
+            hold_gpu(hold_seconds(iters, per_call))
             for i in range(iters):
                 q, k, v = sets[(warmup + i) % len(sets)]
                 starts[i].record()
@@ -316,19 +436,29 @@ def rotated(items: list, shift: int) -> list:
     return items[shift:] + items[:shift]
 
 
-def measure_shape(shape: Shape, systems: list[System], dtype: torch.dtype,
-                  device: torch.device, iters: int, warmup: int, rounds: int = 1) -> list[Cell]:
+def round_orders(count: int, rounds: int, start: int = 0) -> list[list[int]]:
+    """The systems' order (indices) in each round: the order given, rotated by one more
+    position each round, beginning with rotation `start` (the shape's index, so that with
+    fewer rounds than systems the first place still goes round over the grid). With a
+    multiple of `count` rounds every system takes every place equally often."""
+    return [rotated(list(range(count)), start + r) for r in range(rounds)]
+
+
+def measure_shape(shape: Shape, systems: list[System], dtype_name: str,
+                  device: "torch.device", iters: int, warmup: int, rounds: int = 1,
+                  start: int = 0) -> list[Cell]:
     cells = [Cell(shape, system) for system in systems]
     try:
-        sets = make_input_sets(shape, dtype, device)
+        sets = make_input_sets(shape, DTYPES[dtype_name], device)
     except torch.cuda.OutOfMemoryError as error:
         for cell in cells:
             cell.status, cell.reason = "unavailable", f"inputs: {first_line(error)}"
         return cells
     reference = reference_fp32(sets[0], shape.causal)
-    check_outputs(cells, sets[0], reference, dtype)
-    for round_index, share in enumerate(round_shares(iters, rounds)):
-        for cell in rotated(cells, round_index):
+    check_outputs(cells, sets[0], reference, dtype_name)
+    shares = round_shares(iters, rounds)
+    for share, order in zip(shares, round_orders(len(cells), len(shares), start)):
+        for cell in (cells[index] for index in order):
             if cell.status != "ok":
                 continue
             try:
@@ -341,8 +471,8 @@ def measure_shape(shape: Shape, systems: list[System], dtype: torch.dtype,
     return cells
 
 
-def check_outputs(cells: list[Cell], inputs: Inputs, reference: torch.Tensor,
-                  dtype: torch.dtype) -> None:
+def check_outputs(cells: list[Cell], inputs: Inputs, reference: "torch.Tensor",
+                  dtype_name: str) -> None:
     """Runs each system once on inputs and marks the unavailable and the wrong ones."""
     diffs: dict[str, float] = {}
     for cell in cells:
@@ -355,7 +485,7 @@ def check_outputs(cells: list[Cell], inputs: Inputs, reference: torch.Tensor,
             cell.status, cell.reason = "unavailable", str(reason)
         except torch.cuda.OutOfMemoryError as error:
             cell.status, cell.reason = "unavailable", first_line(error)
-    limits = tolerances(diffs, reference, dtype)
+    limits = tolerances(diffs, reference.abs().max().item(), dtype_name)
     for cell in cells:
         if cell.system.key in limits:
             cell.tolerance = limits[cell.system.key]
@@ -363,6 +493,33 @@ def check_outputs(cells: list[Cell], inputs: Inputs, reference: torch.Tensor,
                 cell.status = "wrong"
                 cell.reason = (f"max |out - fp32 ref| = {cell.max_diff:.3g} > tolerance "
                                f"{cell.tolerance:.3g}")
+
+
+# ---- time budget ----------------------------------------------------------------------------
+
+# The estimate's model (docs/bench.md, "Side by side"); the run prints its real time at the
+# end, to check it against.
+ESTIMATE_STARTUP_SECONDS = 20.0  # import torch, CUDA context, libraries, public FA3's import
+ESTIMATE_SHAPE_SECONDS = 0.3     # inputs, the fp32 reference, the checked calls, empty_cache
+ESTIMATE_ROUND_SECONDS = 0.015   # per system and round on top of the hold: syncs, events
+ESTIMATE_HOST_CALL_SECONDS = 100e-6  # host cost of a call, for the hold (public FA3: most)
+ESTIMATE_TFLOPS = 300.0          # below every system's grid average (the 512 cells: 300-450)
+
+
+def estimate_seconds(shapes: Sequence[Shape], dtypes: int, systems: int, iters: int,
+                     warmup: int, rounds: int) -> float:
+    """A generous estimate of a run's wall time: per shape, the fixed cost plus, for every
+    system, its checked call, each round's hold and overhead, and its calls at
+    ESTIMATE_TFLOPS."""
+    shares = round_shares(iters, rounds)
+    calls = 1 + len(shares) * max(1, warmup) + iters
+    per_system_rounds = sum(hold_seconds(share, ESTIMATE_HOST_CALL_SECONDS)
+                            + ESTIMATE_ROUND_SECONDS for share in shares)
+    total = ESTIMATE_STARTUP_SECONDS
+    for shape in shapes:
+        gpu = calls * shape.flops / (ESTIMATE_TFLOPS * 1e12)
+        total += dtypes * (ESTIMATE_SHAPE_SECONDS + systems * (per_system_rounds + gpu))
+    return total
 
 
 # ---- report -------------------------------------------------------------------------------
@@ -377,21 +534,33 @@ def describe_cell(cell: Cell) -> str:
     return f"n/a ({cell.reason[:90]})"
 
 
-def ratio(cells: list[Cell], numerator: str, denominator: str) -> str:
+def ratio_value(cells: list[Cell], numerator: str, denominator: str) -> float:
+    """Median TFLOPS of one system over another's; NaN unless both ran correctly."""
     by_key = {c.system.key: c for c in cells}
     a, b = by_key.get(numerator), by_key.get(denominator)
     if a and b and a.status == b.status == "ok":
-        return f"{a.tflops() / b.tflops():.2f}x"
-    return "-"
+        return a.tflops() / b.tflops()
+    return math.nan
 
 
-def print_shape(cells: list[Cell]) -> None:
+def ratio(cells: list[Cell], numerator: str, denominator: str) -> str:
+    value = ratio_value(cells, numerator, denominator)
+    return "-" if math.isnan(value) else f"{value:.2f}x"
+
+
+def active_ratios(keys: Sequence[str]) -> list[tuple[str, str, str]]:
+    """The RATIOS whose two systems both run."""
+    return [r for r in RATIOS if r[0] in keys and r[1] in keys]
+
+
+def print_shape(cells: list[Cell], dtype_name: str) -> None:
     shape = cells[0].shape
-    print(f"seqlen {shape.seqlen:>5}  {shape.config:<11} batch {shape.batch:>2} "
-          f"heads {shape.heads:>2}  {shape.flops / 1e12:7.3f} TFLOP  "
-          f"fa3/cuDNN {ratio(cells, 'fa3', 'cudnn')}")
+    ratios = active_ratios([c.system.key for c in cells])
+    shown = "  ".join(f"{heading} {ratio(cells, a, b)}" for a, b, heading in ratios)
+    print(f"{dtype_name} seqlen {shape.seqlen:>5}  {shape.config:<11} batch {shape.batch:>2} "
+          f"heads {shape.heads:>2}  {shape.flops / 1e12:7.3f} TFLOP  {shown}")
     for cell in cells:
-        print(f"    {cell.system.label:<17} {describe_cell(cell)}")
+        print(f"    {cell.system.label:<20} {describe_cell(cell)}")
     sys.stdout.flush()
 
 
@@ -400,16 +569,19 @@ def print_summary(all_cells: list[list[Cell]], systems: list[System], seqlens: l
     """A grid like shared/ANCHORS.md: one row per config, one column per seqlen, each cell
     the systems' median TFLOPS separated by '/' ('X': wrong, '-': not run)."""
     labels = "/".join(s.key for s in systems)
+    ratios = active_ratios([s.key for s in systems])
     print(f"\n## Forward, {dtype_name}, TFLOPS ({labels})")
-    print("| config | " + " | ".join(seqlen_label(s) for s in seqlens) + " | fa3/cuDNN |")
-    print("|---" * (len(seqlens) + 2) + "|")
+    print("| config | " + " | ".join(seqlen_label(s) for s in seqlens) + " | "
+          + "".join(f"{heading} | " for _, _, heading in ratios).rstrip())
+    print("|---" * (len(seqlens) + 1 + len(ratios)) + "|")
     configs: dict[str, dict[int, list[Cell]]] = {}
     for cells in all_cells:
         configs.setdefault(cells[0].shape.config, {})[cells[0].shape.seqlen] = cells
     for config, by_seqlen in configs.items():
         row = [summary_cell(by_seqlen.get(s)) for s in seqlens]
-        ratios = [ratio(by_seqlen[s], "fa3", "cudnn") for s in seqlens if s in by_seqlen]
-        print(f"| {config} | " + " | ".join(row) + f" | {' '.join(ratios)} |")
+        columns = [" ".join(ratio(by_seqlen[s], a, b) for s in seqlens if s in by_seqlen)
+                   for a, b, _ in ratios]
+        print(f"| {config} | " + " | ".join(row + columns) + " |")
 
 
 def summary_cell(cells: Optional[list[Cell]]) -> str:
@@ -428,11 +600,13 @@ CSV_COLUMNS = ["gpu", "dtype", "seqlen", "head_dim", "causal", "batch", "heads",
                "tflops_p90", "max_abs_diff", "tolerance", "reason"]
 
 
-def write_csv(path: str, all_cells: list[list[Cell]], gpu: str, dtype_name: str) -> None:
+def write_csv(path: str, all_cells: list[list[Cell]], gpu: str,
+              dtype_names: Sequence[str]) -> None:
+    """One row per system and shape; all_cells[i] was measured in dtype_names[i]."""
     with open(path, "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=CSV_COLUMNS)
         writer.writeheader()
-        for cells in all_cells:
+        for cells, dtype_name in zip(all_cells, dtype_names):
             for cell in cells:
                 s = cell.shape
                 writer.writerow({
@@ -447,7 +621,117 @@ def write_csv(path: str, all_cells: list[list[Cell]], gpu: str, dtype_name: str)
                     "max_abs_diff": f"{cell.max_diff:.4g}", "tolerance": f"{cell.tolerance:.4g}",
                     "reason": cell.reason,
                 })
-    print(f"wrote {path}")
+
+
+# ---- side-by-side tables (one per dtype) ----------------------------------------------------
+
+
+def column_name(key: str) -> str:
+    return key.replace("-", "_")
+
+
+def ratio_column(numerator: str, denominator: str) -> str:
+    """this_over_prev, this_over_public, fa3_over_cudnn."""
+    names = {"fa3": "this", "fa3-prev": "prev", "fa3-public": "public"}
+    if denominator in ("fa3-prev", "fa3-public"):
+        return f"{names[numerator]}_over_{names[denominator]}"
+    return f"{column_name(numerator)}_over_{column_name(denominator)}"
+
+
+def wide_columns(keys: Sequence[str]) -> list[str]:
+    columns = ["gpu", "dtype", "head_dim", "causal", "batch", "seqlen", "heads"]
+    for key in keys:
+        name = column_name(key)
+        columns += [f"{name}_tflops", f"{name}_median_ms", f"{name}_p10_ms", f"{name}_p90_ms",
+                    f"{name}_status", f"{name}_max_abs_diff"]
+    columns += [ratio_column(a, b) for a, b, _ in active_ratios(keys)]
+    return columns + ["reasons"]
+
+
+def wide_row(cells: list[Cell], gpu: str, dtype_name: str) -> dict[str, str]:
+    s = cells[0].shape
+    row = {"gpu": gpu, "dtype": dtype_name, "head_dim": str(s.head_dim),
+           "causal": str(int(s.causal)), "batch": str(s.batch), "seqlen": str(s.seqlen),
+           "heads": str(s.heads)}
+    for cell in cells:
+        name = column_name(cell.system.key)
+        ok = cell.status == "ok"
+        row[f"{name}_tflops"] = f"{cell.tflops():.2f}" if ok else ""
+        row[f"{name}_median_ms"] = f"{cell.ms(0.5):.5f}" if ok else ""
+        row[f"{name}_p10_ms"] = f"{cell.ms(0.1):.5f}" if ok else ""
+        row[f"{name}_p90_ms"] = f"{cell.ms(0.9):.5f}" if ok else ""
+        row[f"{name}_status"] = cell.status
+        row[f"{name}_max_abs_diff"] = f"{cell.max_diff:.4g}"
+    for a, b, _ in active_ratios([c.system.key for c in cells]):
+        value = ratio_value(cells, a, b)
+        row[ratio_column(a, b)] = "" if math.isnan(value) else f"{value:.4f}"
+    row["reasons"] = "; ".join(f"{c.system.key}: {c.reason}" for c in cells if c.reason)
+    return row
+
+
+def write_wide_csv(path: Path, all_cells: list[list[Cell]], gpu: str, dtype_name: str) -> None:
+    """One row per shape, a group of columns per system, then the ratios."""
+    keys = [c.system.key for c in all_cells[0]] if all_cells else []
+    with open(path, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=wide_columns(keys))
+        writer.writeheader()
+        for cells in all_cells:
+            writer.writerow(wide_row(cells, gpu, dtype_name))
+
+
+def geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values)) if values else math.nan
+
+
+def ratio_summary(all_cells: list[list[Cell]], numerator: str, denominator: str,
+                  heading: str, min_seqlen: int = 0) -> str:
+    """'this/prev from 2k: geomean 1.004 over 24 shapes, min 0.981 (d64 causal 2k), max ...'"""
+    pairs = [(ratio_value(cells, numerator, denominator), cells[0].shape)
+             for cells in all_cells if cells[0].shape.seqlen >= min_seqlen]
+    pairs = [(value, shape) for value, shape in pairs if not math.isnan(value)]
+    where = f"from {seqlen_label(min_seqlen)}" if min_seqlen else "all shapes"
+    if not pairs:
+        return f"{heading}, {where}: no shape where both ran correctly"
+    low = min(pairs, key=lambda pair: pair[0])
+    high = max(pairs, key=lambda pair: pair[0])
+    return (f"{heading}, {where}: geometric mean {geometric_mean([v for v, _ in pairs]):.3f} "
+            f"over {len(pairs)} shapes, min {low[0]:.3f} ({low[1].config} "
+            f"{seqlen_label(low[1].seqlen)}), max {high[0]:.3f} ({high[1].config} "
+            f"{seqlen_label(high[1].seqlen)})")
+
+
+def markdown_table(all_cells: list[list[Cell]], dtype_name: str, header: Sequence[str]) -> str:
+    """The per-dtype table: a row per shape, median TFLOPS per system, then the ratios;
+    WRONG / n/a cells name the reason in the last column. header: lines put above it."""
+    if not all_cells:
+        return ""
+    systems = [c.system for c in all_cells[0]]
+    keys = [s.key for s in systems]
+    ratios = active_ratios(keys)
+    labels = "; ".join(f"{s.key} = {s.label}" for s in systems)
+    lines = [f"## Forward, {dtype_name}, median TFLOPS ({labels})", ""]
+    lines += [f"{line}  " for line in header] + ([""] if header else [])
+    columns = (["config", "seqlen", "batch", "heads"] + keys
+               + [heading for _, _, heading in ratios] + ["notes"])
+    lines.append("| " + " | ".join(columns) + " |")
+    lines.append("|" + "|".join(["---"] * 2 + ["---:"] * (len(columns) - 3) + ["---"]) + "|")
+    marks = {"wrong": "WRONG", "unavailable": "n/a"}
+    for cells in all_cells:
+        s = cells[0].shape
+        values = [f"{c.tflops():.1f}" if c.status == "ok" else marks[c.status] for c in cells]
+        shown = []
+        for a, b, _ in ratios:
+            value = ratio_value(cells, a, b)
+            shown.append("-" if math.isnan(value) else f"{value:.3f}")
+        notes = "; ".join(f"{c.system.key}: {c.reason[:80]}" for c in cells if c.reason)
+        lines.append("| " + " | ".join([s.config, seqlen_label(s.seqlen), str(s.batch),
+                                         str(s.heads)] + values + shown + [notes]) + " |")
+    if ratios:
+        lines.append("")
+        for a, b, heading in ratios:
+            for min_seqlen in (0, 2048):
+                lines.append(f"- {ratio_summary(all_cells, a, b, heading, min_seqlen)}")
+    return "\n".join(lines) + "\n"
 
 
 def draw_figure(path: str, all_cells: list[list[Cell]], systems: list[System],
@@ -487,6 +771,14 @@ def draw_figure(path: str, all_cells: list[list[Cell]], systems: list[System],
     print(f"wrote {path}")
 
 
+def per_dtype_path(path: str, dtype_name: str, several: bool) -> str:
+    """out.png -> out_fp16.png when a run covers several dtypes."""
+    if not several:
+        return path
+    stem, suffix = os.path.splitext(path)
+    return f"{stem}_{dtype_name}{suffix}"
+
+
 # ---- environment ----------------------------------------------------------------------------
 
 
@@ -503,30 +795,43 @@ def nvidia_smi_clocks() -> Optional[str]:
     return result.stdout.strip() or result.stderr.strip()
 
 
-def print_environment(device: torch.device, args: argparse.Namespace) -> str:
-    properties = torch.cuda.get_device_properties(device)
-    gpu = properties.name
-    print(f"GPU: {gpu} (sm_{properties.major}{properties.minor}, "
-          f"{properties.multi_processor_count} SMs, {properties.total_memory / 2**30:.0f} GiB, "
-          f"L2 {l2_cache_bytes(device) >> 20} MiB)")
-    print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
-          f"cuDNN {torch.backends.cudnn.version()}")
-    current_flash = getattr(torch.nn.attention, "current_flash_attention_impl", None)
-    if current_flash is not None:
-        print(f"SDPA flash backend implementation: {current_flash() or 'FA2 (built in)'}")
+def describe_library(name: str, path: Callable[[], str], kernels: Callable[[], list]) -> str:
     try:
-        print(f"fa3: {fa3.library_path()} ({len(fa3.kernels())} kernels)")
+        return f"{name}: {path()} ({len(kernels())} kernels)"
     except fa3.LibraryNotFoundError as error:
-        print(f"fa3: not available: {error}")
-    print(f"dtype {args.dtype}; {args.iters} timed calls in {args.rounds} round(s), the order "
-          f"of the systems rotating, {args.warmup} warm-up calls before each; median with "
-          f"p10-p90 in brackets")
+        return f"{name}: not available: {error}"
+
+
+def print_environment(device: "torch.device", args: argparse.Namespace,
+                      prev: Optional["fa3.Binding"]) -> list[str]:
+    """Prints what the run measures on and how; returns the lines the tables repeat."""
+    properties = torch.cuda.get_device_properties(device)
+    lines = [f"GPU: {properties.name} (sm_{properties.major}{properties.minor}, "
+             f"{properties.multi_processor_count} SMs, {properties.total_memory / 2**30:.0f} "
+             f"GiB, L2 {l2_cache_bytes(device) >> 20} MiB)",
+             f"torch {torch.__version__}, CUDA {torch.version.cuda}, "
+             f"cuDNN {torch.backends.cudnn.version()}"]
+    current_flash = getattr(torch.nn.attention, "current_flash_attention_impl", None)
+    if current_flash is not None and "flash" in args.systems:
+        lines.append(f"SDPA flash backend implementation: {current_flash() or 'FA2 (built in)'}")
+    if "fa3" in args.systems:
+        lines.append(describe_library("fa3 (this build)", fa3.library_path, fa3.kernels))
+    if prev is not None:
+        lines.append(describe_library("fa3-prev", prev.library_path, prev.kernels))
+    if "fa3-public" in args.systems:
+        lines.append(f"fa3-public: {flash_attn_interface.__file__}")
+    lines.append(f"systems {','.join(args.systems)}; dtype {','.join(args.dtype)}; "
+                 f"{args.iters} timed calls in {args.rounds} round(s), the order of the systems "
+                 f"rotating, {args.warmup} warm-up calls before each; median with p10-p90 in "
+                 f"brackets")
+    for line in lines:
+        print(line)
     print(f"layouts: {LAYOUTS}")
     clocks = nvidia_smi_clocks()
     if clocks:
         print("nvidia-smi before:\n  " + clocks.replace("\n", "\n  "))
     print()
-    return gpu
+    return lines
 
 
 # ---- main ---------------------------------------------------------------------------------
@@ -536,8 +841,12 @@ def int_list(text: str) -> list[int]:
     return [int(part) for part in text.replace(" ", "").split(",") if part]
 
 
+def name_list(text: str) -> list[str]:
+    return [part for part in text.replace(" ", "").split(",") if part]
+
+
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+    parser = argparse.ArgumentParser(prog="compare.py", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seqlens", type=int_list, default=None,
                         help="comma list (default 512,...,16384; --quick: 1024,4096,16384)")
@@ -545,62 +854,193 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="comma list of head dims (default 64,128,256)")
     parser.add_argument("--causal", type=int_list, default=[0, 1],
                         help="comma list of 0/1 (default 0,1)")
-    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
-    parser.add_argument("--iters", type=int, default=None, help="timed calls (default 30)")
+    parser.add_argument("--dtype", type=name_list, default=None,
+                        help="bf16, fp16 or both, comma-separated (default bf16; "
+                             "--side-by-side: bf16,fp16)")
+    parser.add_argument("--iters", type=int, default=None,
+                        help="timed calls (default 30; --quick: 10; --side-by-side: 10 a round)")
     parser.add_argument("--warmup", type=int, default=None,
-                        help="warm-up calls before each round (default 5)")
-    parser.add_argument("--rounds", type=int, default=3,
+                        help="warm-up calls before each round (default 5; --quick: 3)")
+    parser.add_argument("--rounds", type=int, default=None,
                         help="rounds the timed calls are split into, the systems' order "
-                             "rotating from round to round (default 3; 1: the order given)")
+                             "rotating from round to round (default 3; --side-by-side: twice "
+                             "the number of systems; 1: the order given)")
     parser.add_argument("--quick", action="store_true",
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
-    parser.add_argument("--systems", default="fa3,cudnn,flash",
-                        help="comma list of fa3, cudnn, flash (default all)")
-    parser.add_argument("--csv", help="write every cell to this CSV file")
-    parser.add_argument("--png", help="draw the paper-style figure to this PNG file")
+    parser.add_argument("--systems", type=name_list, default=None,
+                        help=f"comma list of {', '.join(SYSTEM_KEYS)} (default fa3,cudnn,flash; "
+                             f"--side-by-side: fa3, fa3-prev with --prev-lib, fa3-public when "
+                             f"importable)")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="this build against the previous one (--prev-lib) and the public "
+                             "FA3 (--public-fa3): the defaults above, tables in --out-dir")
+    parser.add_argument("--prev-lib", metavar="PATH",
+                        help="the previous build's libfa3.so: the system fa3-prev")
+    parser.add_argument("--public-fa3", metavar="DIR",
+                        help="a directory holding the public FA3's flash_attn_interface.py "
+                             "(put first on sys.path): the system fa3-public")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="write side_by_side_<dtype>.csv (a row per shape, the systems "
+                             "side by side, the ratios) and side_by_side_<dtype>.md there, "
+                             "rewritten after every shape")
+    parser.add_argument("--csv", help="write every cell to this CSV file (a row per system)")
+    parser.add_argument("--png", help="draw the paper-style figure to this PNG file "
+                                      "(_<dtype> added with several dtypes)")
     args = parser.parse_args(argv)
+
     args.seqlens = args.seqlens or (QUICK_SEQLENS if args.quick else DEFAULT_SEQLENS)
-    args.iters = args.iters or (10 if args.quick else 30)
-    if args.rounds < 1:
-        parser.error("--rounds must be at least 1")
-    args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
-    unknown = set(args.systems.split(",")) - set(all_systems())
+    args.dtype = args.dtype or (["bf16", "fp16"] if args.side_by_side else ["bf16"])
+    unknown = [d for d in args.dtype if d not in DTYPES]
+    if unknown or len(set(args.dtype)) != len(args.dtype):
+        parser.error(f"--dtype {','.join(args.dtype)}: each of {', '.join(DTYPES)} at most once")
+    args.systems_given = args.systems is not None
+    if args.systems is None:
+        if args.side_by_side:
+            args.systems = [key for key in SIDE_BY_SIDE_SYSTEMS
+                            if key != "fa3-prev" or args.prev_lib]
+        else:
+            args.systems = ["fa3", "cudnn", "flash"]
+    unknown = [key for key in args.systems if key not in SYSTEM_KEYS]
     if unknown:
-        parser.error(f"unknown systems {sorted(unknown)}; choose from {sorted(all_systems())}")
+        parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEM_KEYS)}")
+    if not args.systems or len(set(args.systems)) != len(args.systems):
+        parser.error("--systems must name at least one system, each once")
+    if "fa3-prev" in args.systems and not args.prev_lib:
+        parser.error("the system fa3-prev needs --prev-lib PATH (the previous libfa3.so)")
+    if args.prev_lib and not os.path.isfile(args.prev_lib):
+        parser.error(f"--prev-lib {args.prev_lib}: no such file")
+    if args.public_fa3 and not os.path.isdir(args.public_fa3):
+        parser.error(f"--public-fa3 {args.public_fa3}: no such directory")
+
+    if args.rounds is None:
+        args.rounds = (SIDE_BY_SIDE_ROUNDS_PER_SYSTEM * len(args.systems)
+                       if args.side_by_side else 3)
+    if args.iters is None:
+        if args.side_by_side:
+            args.iters = SIDE_BY_SIDE_CALLS_PER_ROUND * args.rounds
+        else:
+            args.iters = 10 if args.quick else 30
+    args.warmup = args.warmup if args.warmup is not None else (3 if args.quick else 5)
+    if args.rounds < 1 or args.iters < 1 or args.warmup < 0:
+        parser.error("--rounds and --iters must be at least 1, --warmup at least 0")
     return args
+
+
+def shapes_of(args: argparse.Namespace) -> list[Shape]:
+    return [Shape(seqlen, head_dim, bool(causal)) for head_dim in args.hdims
+            for causal in args.causal for seqlen in args.seqlens]
+
+
+def fail(message: str) -> NoReturn:
+    """Ends the run as an argument error does (status 2), before anything was measured."""
+    print(f"compare.py: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.Binding"]]:
+    """The chosen systems, in --systems order, and the previous build's binding; exits with
+    status 2 when one asked for cannot be set up."""
+    known = all_systems()
+    prev = None
+    if "fa3-prev" in args.systems or "fa3-public" in args.systems:
+        known["fa3"] = dataclasses.replace(known["fa3"], label="fa3 (this build)")
+    if "fa3-prev" in args.systems:
+        try:
+            prev = fa3.open_library(args.prev_lib)
+        except fa3.LibraryNotFoundError as error:
+            fail(f"--prev-lib: {error}")
+        try:
+            same = os.path.samefile(prev.library_path(), fa3.library_path())
+        except (OSError, fa3.LibraryNotFoundError):
+            same = False
+        if same:
+            fail(f"--prev-lib {args.prev_lib} is this build's library "
+                 f"({fa3.library_path()}); give the previous build's")
+        known["fa3-prev"] = prev_fa3_system(prev)
+    if "fa3-public" in args.systems:
+        why = import_public_fa3(args.public_fa3)
+        if not why:
+            known["fa3-public"] = public_fa3_system()
+        elif args.systems_given or args.public_fa3:
+            # Asked for by name or by directory: a run without it would answer another question.
+            fail(f"fa3-public: cannot import flash_attn_interface: {why}")
+        else:
+            print(f"fa3-public left out: cannot import flash_attn_interface ({why}); "
+                  f"--public-fa3 DIR names its directory")
+            args.systems = [key for key in args.systems if key != "fa3-public"]
+    return [known[key] for key in args.systems], prev
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    started = time.monotonic()
+    try:
+        import_torch()
+    except ImportError as error:
+        print(f"compare.py needs PyTorch: {first_line(error)}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("compare.py needs a CUDA GPU visible to PyTorch", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device())
-    dtype = DTYPES[args.dtype]
-    systems = [all_systems()[key] for key in args.systems.split(",")]
-    gpu = print_environment(device, args)
+    systems, prev = make_systems(args)
+    header = print_environment(device, args, prev)
+    gpu = torch.cuda.get_device_properties(device).name
+    shapes = shapes_of(args)
+    estimate = estimate_seconds(shapes, len(args.dtype), len(systems), args.iters,
+                                args.warmup, args.rounds)
+    print(f"estimate: {estimate:.0f} s ({estimate / 60:.1f} min) for {len(shapes)} shapes x "
+          f"{len(args.dtype)} dtype(s) x {len(systems)} systems (docs/bench.md, "
+          f"\"Side by side\")\n")
+    sys.stdout.flush()
+    if args.out_dir:
+        os.makedirs(args.out_dir, exist_ok=True)
     torch.manual_seed(0)
 
-    shapes = [Shape(seqlen, head_dim, bool(causal)) for head_dim in args.hdims
-              for causal in args.causal for seqlen in args.seqlens]
-    all_cells = []
-    for shape in shapes:
-        cells = measure_shape(shape, systems, dtype, device, args.iters, args.warmup,
-                              args.rounds)
-        print_shape(cells)
-        all_cells.append(cells)
+    measured: list[list[Cell]] = []
+    measured_dtypes: list[str] = []
+    by_dtype: dict[str, list[list[Cell]]] = {}
+    for dtype_name in args.dtype:
+        for index, shape in enumerate(shapes):
+            cells = measure_shape(shape, systems, dtype_name, device, args.iters, args.warmup,
+                                  args.rounds, start=index)
+            print_shape(cells, dtype_name)
+            measured.append(cells)
+            measured_dtypes.append(dtype_name)
+            by_dtype.setdefault(dtype_name, []).append(cells)
+            # Rewritten after every shape: a run cut short by a timeout keeps what it measured.
+            if args.csv:
+                write_csv(args.csv, measured, gpu, measured_dtypes)
+            if args.out_dir:
+                write_tables(Path(args.out_dir), by_dtype[dtype_name], gpu, dtype_name, header)
 
-    print_summary(all_cells, systems, args.seqlens, args.dtype)
+    for dtype_name, all_cells in by_dtype.items():
+        print_summary(all_cells, systems, args.seqlens, dtype_name)
+        if args.side_by_side:
+            print()
+            print(markdown_table(all_cells, dtype_name, []), end="")
     clocks = nvidia_smi_clocks()
     if clocks:
         print("\nnvidia-smi after:\n  " + clocks.replace("\n", "\n  "))
     if args.csv:
-        write_csv(args.csv, all_cells, gpu, args.dtype)
+        print(f"wrote {args.csv}")
+    if args.out_dir:
+        for dtype_name in by_dtype:
+            print(f"wrote {args.out_dir}/side_by_side_{dtype_name}.csv and .md")
     if args.png:
-        title = f"Attention forward, {args.dtype}, {gpu}"
-        draw_figure(args.png, all_cells, systems, args.hdims,
-                    [bool(c) for c in args.causal], title)
+        for dtype_name, all_cells in by_dtype.items():
+            title = f"Attention forward, {dtype_name}, {gpu}"
+            draw_figure(per_dtype_path(args.png, dtype_name, len(by_dtype) > 1), all_cells,
+                        systems, args.hdims, [bool(c) for c in args.causal], title)
+    print(f"took {time.monotonic() - started:.0f} s (estimate {estimate:.0f} s)")
     return 0
+
+
+def write_tables(directory: Path, all_cells: list[list[Cell]], gpu: str, dtype_name: str,
+                 header: Sequence[str]) -> None:
+    write_wide_csv(directory / f"side_by_side_{dtype_name}.csv", all_cells, gpu, dtype_name)
+    (directory / f"side_by_side_{dtype_name}.md").write_text(
+        markdown_table(all_cells, dtype_name, header))
 
 
 if __name__ == "__main__":

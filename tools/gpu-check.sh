@@ -3,7 +3,14 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick side-by-side grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   side-by-side: bench/compare.py --side-by-side, bf16 then fp16 (a process each): this
+#       build's build/libfa3.so, the previous build's .prev/libfa3.so and the public FA3 of
+#       .anchors/fa3 (carry .prev and .anchors with build), same inputs, the order rotating
+#       over rounds; $OUT/side_by_side_<dtype>.csv and .md (TFLOPS per system, this/prev,
+#       this/public). ~1-2 min a dtype (each log starts with the run's estimate and ends
+#       with its real time); $SIDE_BY_SIDE_ARGS adds options (e.g. --systems
+#       fa3,fa3-prev,fa3-public,cudnn)
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -100,6 +107,14 @@ for step in "${steps[@]}"; do
         --csv "$OUT/compare_fp16.csv" ;;
     compare-quick)
       run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+    side-by-side)
+      # 240 s each, so both dtypes stay within 8 minutes even if the estimate is off by 3x;
+      # the tables are rewritten after every shape, so a killed run keeps what it measured.
+      for dtype in bf16 fp16; do
+        run_step side-by-side-$dtype 240 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
+          python3 bench/compare.py --side-by-side --dtype $dtype --prev-lib .prev/libfa3.so \
+          --public-fa3 .anchors/fa3 --out-dir "$OUT" ${SIDE_BY_SIDE_ARGS:-}
+      done ;;
     grid)
       run_step grid 400 build/fa3-bench --csv "$OUT/grid.csv" ;;
     make)

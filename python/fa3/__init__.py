@@ -11,17 +11,21 @@ to the package, the source tree's build/ directory, or the dynamic loader's path
     out, lse = fa3.forward(q, k, v, return_lse=True)      # lse: float32 (batch, heads, seqlen)
 
 Importing fa3 needs neither torch nor a GPU; only forward() and select_kernel() do.
+
+A second libfa3 (e.g. the previous build, to time both in one process) is opened with
+``prev = fa3.open_library("old/libfa3.so")``; ``prev.forward(q, k, v)`` then runs its kernels.
 """
 
 from ._lib import DType, Fa3Params, Fa3Tensor, Status
-from .api import (forward, kernel_cubin, kernels, library_path, select_kernel,
-                  validate_tuning_table)
+from .api import (Binding, forward, kernel_cubin, kernels, library_path, open_library,
+                  select_kernel, validate_tuning_table)
 from .errors import Fa3Error, LibraryNotFoundError, MissingFunctionError
 from .handle import Handle, close_cached_handles
 
 __version__ = "0.1.0"  # follows FA3_VERSION_MAJOR.FA3_VERSION_MINOR of include/fa3/fa3.h
 
 __all__ = [
+    "Binding",
     "DType",
     "Fa3Error",
     "Fa3Params",
@@ -35,6 +39,7 @@ __all__ = [
     "kernel_cubin",
     "kernels",
     "library_path",
+    "open_library",
     "select_kernel",
     "validate_tuning_table",
 ]

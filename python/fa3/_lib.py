@@ -235,6 +235,20 @@ def load_library(environ: Mapping[str, str] = os.environ) -> Library:
     raise LibraryNotFoundError(_not_found_message(environ, failures))
 
 
+def open_library(path: "os.PathLike[str] | str") -> Library:
+    """Loads the libfa3 file at ``path``, whatever ``$FA3_LIBRARY`` and the default search
+    would pick. Another file than the default library gets its own dlopen handle, so two
+    builds (this one and a previous one) run side by side in one process; libfa3 exports
+    only its C API (src/libfa3.map), so neither binds to the other's internals. The same
+    file as the default library yields the same loaded library.
+
+    Raises LibraryNotFoundError naming the path and why it could not be loaded.
+    """
+    # An absolute path: a bare name would go to the loader's search and could find the
+    # default library instead of the file asked for.
+    return load_library({LIBRARY_ENV_VAR: os.path.abspath(os.fspath(path))})
+
+
 def _not_found_message(environ: Mapping[str, str], failures: list[str]) -> str:
     tried = "; ".join(failures)
     if environ.get(LIBRARY_ENV_VAR):

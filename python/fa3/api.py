@@ -17,7 +17,8 @@ import ctypes
 import os
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
-from ._lib import DType, Fa3Params, Fa3Tensor, get_library, raise_for_status
+from ._lib import DType, Fa3Params, Fa3Tensor, Library, get_library, raise_for_status
+from ._lib import open_library as _open_library
 from .handle import PathLike, handle_for_device
 
 if TYPE_CHECKING:  # only for type checkers: importing fa3 must not need torch
@@ -37,7 +38,10 @@ def library_path() -> str:
 def kernels() -> list[str]:
     """The names of the kernels compiled into libfa3, e.g.
     "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal" (the name encodes the kernel's config)."""
-    lib = get_library()
+    return _kernels(get_library())
+
+
+def _kernels(lib: Library) -> list[str]:
     names = []
     for index in range(lib.fa3_kernel_count()):
         raw = lib.fa3_kernel_name(index)
@@ -48,7 +52,10 @@ def kernels() -> list[str]:
 
 def kernel_cubin(name: str) -> bytes:
     """The sm_90a cubin of a compiled kernel (e.g. to disassemble with cuobjdump/nvdisasm)."""
-    lib = get_library()
+    return _kernel_cubin(get_library(), name)
+
+
+def _kernel_cubin(lib: Library, name: str) -> bytes:
     data = ctypes.c_void_p()
     size = ctypes.c_size_t()
     raise_for_status(lib, lib.fa3_kernel_cubin(name.encode("utf-8"), ctypes.byref(data),
@@ -62,7 +69,10 @@ def validate_tuning_table(path: PathLike) -> None:
     Needs no GPU. Returns None when the table is valid; raises Fa3Error
     (FA3_ERR_TUNING_TABLE) whose message names the file, the entry and the reason.
     """
-    lib = get_library()
+    _validate_tuning_table(get_library(), path)
+
+
+def _validate_tuning_table(lib: Library, path: PathLike) -> None:
     raise_for_status(lib, lib.fa3_tuning_table_validate(os.fsencode(path)),
                      "fa3_tuning_table_validate")
 
@@ -178,6 +188,14 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
         Fa3Error: whatever the library rejects (dtype, head_dim, shapes, GQA, strides...) or
             a CUDA failure, with the library's sentence.
     """
+    return _forward(None, q, k, v, causal, softmax_scale, return_lse, out, kernel)
+
+
+def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
+             v: "torch.Tensor", causal: bool, softmax_scale: Optional[float], return_lse: bool,
+             out: Optional["torch.Tensor"], kernel: Optional[str]) -> ForwardResult:
+    """forward() in ``library`` (None: the package's own, loaded only after the Python-level
+    checks, which must not need the library)."""
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
     if out is None:
@@ -193,11 +211,11 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
     out_desc = _to_fa3_tensor(torch, "out", out)
     params = _params(causal, softmax_scale)
     lse_pointer = lse.data_ptr() if lse is not None and lse.numel() else None
-    lib = get_library()
+    lib = library if library is not None else get_library()
     # The device guard makes the device's primary context (PyTorch's) current on this
     # thread, so the library launches into the context that owns the tensors.
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index)
+        handle = handle_for_device(q.device.index, lib)
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         if kernel is None:
             status = lib.fa3_forward(handle, q_desc, k_desc, v_desc, out_desc, lse_pointer,
@@ -216,16 +234,80 @@ def select_kernel(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                   causal: bool = False, softmax_scale: Optional[float] = None) -> str:
     """The name of the kernel fa3.forward would run for these inputs (the tuning table's
     pick), with the same argument checks as forward. Launches nothing."""
+    return _select_kernel(None, q, k, v, causal, softmax_scale)
+
+
+def _select_kernel(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
+                   v: "torch.Tensor", causal: bool, softmax_scale: Optional[float]) -> str:
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
     q_desc, k_desc, v_desc = (_to_fa3_tensor(torch, n, t) for n, t in (("q", q), ("k", k),
                                                                          ("v", v)))
     params = _params(causal, softmax_scale)
     name = ctypes.c_char_p()
-    lib = get_library()
+    lib = library if library is not None else get_library()
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index)
+        handle = handle_for_device(q.device.index, lib)
         status = lib.fa3_forward_select(handle, q_desc, k_desc, v_desc, params,
                                         ctypes.byref(name))
         raise_for_status(lib, status, "fa3_forward_select")
     return name.value.decode("utf-8") if name.value else ""
+
+
+# ---- a second library -------------------------------------------------------------------
+
+
+class Binding:
+    """fa3's functions bound to one libfa3 file, next to the package's own library: e.g.
+    the previous build timed against this one in one process (bench/compare.py
+    --side-by-side). Each Binding's library has its own kernels, tuning table, per-device
+    handles and fa3_last_error(). Made by fa3.open_library(path)."""
+
+    def __init__(self, library: Library) -> None:
+        self._library = library
+
+    @property
+    def library(self) -> Library:
+        """The loaded library (its C functions as attributes, e.g. ``fa3_kernel_count``)."""
+        return self._library
+
+    def library_path(self) -> str:
+        """The file this Binding's library was loaded from."""
+        return self._library.path
+
+    def kernels(self) -> list[str]:
+        """fa3.kernels() of this library."""
+        return _kernels(self._library)
+
+    def kernel_cubin(self, name: str) -> bytes:
+        """fa3.kernel_cubin() of this library."""
+        return _kernel_cubin(self._library, name)
+
+    def validate_tuning_table(self, path: PathLike) -> None:
+        """fa3.validate_tuning_table() against this library's kernels."""
+        _validate_tuning_table(self._library, path)
+
+    def forward(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                causal: bool = False, softmax_scale: Optional[float] = None,
+                return_lse: bool = False, out: Optional["torch.Tensor"] = None,
+                kernel: Optional[str] = None) -> ForwardResult:
+        """fa3.forward() with this library's kernels and tuning table."""
+        return _forward(self._library, q, k, v, causal, softmax_scale, return_lse, out, kernel)
+
+    def select_kernel(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                      causal: bool = False, softmax_scale: Optional[float] = None) -> str:
+        """fa3.select_kernel() with this library's tuning table."""
+        return _select_kernel(self._library, q, k, v, causal, softmax_scale)
+
+    def __repr__(self) -> str:
+        return f"fa3.Binding({self._library.path!r})"
+
+
+def open_library(path: PathLike) -> Binding:
+    """Loads the libfa3 file at ``path`` (whatever $FA3_LIBRARY says) and returns its
+    functions as a Binding. A different file than fa3.library_path() is a library of its
+    own in this process; the same file is the same library (and shares its handles).
+
+    Raises LibraryNotFoundError naming the path and why it could not be loaded.
+    """
+    return Binding(_open_library(path))

@@ -1,4 +1,5 @@
-"""fa3 handles: one per (device, tuning table), created lazily and cached per device.
+"""fa3 handles: one per (device, tuning table), created lazily and cached per device (and
+per loaded library, when a second libfa3 is opened with fa3.open_library).
 
 A handle holds the loaded kernels of one device and its tuning table; creating one loads
 modules into a CUDA context, so the binding keeps one per device for the process and
@@ -35,11 +36,15 @@ class Handle:
     ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
     device, otherwise the device's primary context (the one PyTorch uses).
 
+    ``library`` is the loaded libfa3 the handle belongs to (default: the package's own); a
+    handle must only be passed to the functions of the library that created it.
+
     Raises Fa3Error (e.g. FA3_ERR_NO_DRIVER, FA3_ERR_ARCH, FA3_ERR_TUNING_TABLE).
     """
 
-    def __init__(self, device: int = 0, tuning_table: Optional[PathLike] = None) -> None:
-        lib = get_library()
+    def __init__(self, device: int = 0, tuning_table: Optional[PathLike] = None,
+                 library: Optional[Library] = None) -> None:
+        lib = library if library is not None else get_library()
         pointer = ctypes.c_void_p()
         table = None if tuning_table is None else os.fsencode(tuning_table)
         raise_for_status(lib, lib.fa3_create(ctypes.byref(pointer), int(device), table),
@@ -80,26 +85,31 @@ class Handle:
         return f"fa3.Handle(device={self.device}{table}) [{state}]"
 
 
-_handles: dict[int, Handle] = {}
+# Keyed by (library path, device): each loaded libfa3 has its own handles (a handle of one
+# build must never reach the other's fa3_forward).
+_handles: dict[tuple[str, int], Handle] = {}
 _handles_lock = threading.Lock()
 _atexit_registered = False
 
 
-def handle_for_device(device: int) -> Handle:
-    """The process-wide handle of a device (built-in tuning table), created on first use.
+def handle_for_device(device: int, library: Optional[Library] = None) -> Handle:
+    """The process-wide handle of a device (built-in tuning table) in ``library`` (default:
+    the package's own libfa3), created on first use.
 
     The caller makes the device's primary context current first (PyTorch's
     ``torch.cuda.device``), so the handle's modules load into the context PyTorch uses.
     """
     global _atexit_registered
-    handle = _handles.get(device)
+    lib = library if library is not None else get_library()
+    key = (lib.path, device)
+    handle = _handles.get(key)
     if handle is not None:
         return handle
     with _handles_lock:
-        handle = _handles.get(device)
+        handle = _handles.get(key)
         if handle is None:
-            handle = Handle(device)
-            _handles[device] = handle
+            handle = Handle(device, library=lib)
+            _handles[key] = handle
             if not _atexit_registered:
                 # Registered after torch was imported and initialized CUDA, so it runs before
                 # torch's own exit hooks (atexit is last-in, first-out).
@@ -109,8 +119,8 @@ def handle_for_device(device: int) -> Handle:
 
 
 def close_cached_handles() -> None:
-    """Destroys every cached per-device handle (runs at exit; safe to call any time no
-    fa3 work is in flight - the next call creates fresh handles)."""
+    """Destroys every cached handle, of every loaded library (runs at exit; safe to call any
+    time no fa3 work is in flight - the next call creates fresh handles)."""
     with _handles_lock:
         handles = list(_handles.values())
         _handles.clear()

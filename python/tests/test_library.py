@@ -10,6 +10,7 @@ import ctypes
 import importlib.util
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any, Optional
 
@@ -276,3 +277,70 @@ def test_fa3_error_message_carries_status_and_sentence() -> None:
     assert isinstance(error, RuntimeError)
     assert str(error) == ("fa3_forward: FA3_ERR_UNSUPPORTED: "
                           "q.head_dim is 96; head_dim must be 64, 128 or 256")
+
+
+# ---- a second library in the same process (bench/compare.py's fa3-prev) -------------------
+
+
+def _library_copy(library: str, directory: Path) -> Path:
+    """The loaded library under another path: another file, as a previous build is."""
+    directory.mkdir(parents=True, exist_ok=True)
+    copy = directory / "libfa3.so"
+    shutil.copy2(library, copy)
+    return copy
+
+
+def _address(function: Any) -> Optional[int]:
+    return ctypes.cast(function, ctypes.c_void_p).value
+
+
+def test_two_library_files_load_side_by_side(library: str, tmp_path: Path) -> None:
+    first = fa3.open_library(_library_copy(library, tmp_path / "first"))
+    second = fa3.open_library(_library_copy(library, tmp_path / "second"))
+    default = _lib.get_library()
+    paths = {first.library_path(), second.library_path(), default.path}
+    assert len(paths) == 3, paths
+    # Separate dlopen handles, so separate code and data (kernels, tables, handles, errors).
+    handles = {first.library.cdll._handle, second.library.cdll._handle, default.cdll._handle}
+    assert len(handles) == 3
+    addresses = {_address(lib.fa3_kernel_count)
+                 for lib in (first.library, second.library, default)}
+    assert len(addresses) == 3
+    assert first.kernels() == second.kernels() == fa3.kernels()
+    assert first.library.missing == [] and second.library.missing == []
+
+
+def test_each_library_keeps_its_own_last_error(library: str, tmp_path: Path) -> None:
+    first = fa3.open_library(_library_copy(library, tmp_path / "first"))
+    second = fa3.open_library(_library_copy(library, tmp_path / "second"))
+    with pytest.raises(fa3.Fa3Error) as raised:
+        second.validate_tuning_table(tmp_path / "missing.json")
+    assert raised.value.status == fa3.Status.FA3_ERR_TUNING_TABLE
+    assert "missing.json" in raised.value.detail
+    assert "missing.json" in second.library.last_error()
+    assert first.library.last_error() == ""
+
+
+def test_the_same_file_is_the_same_library(library: str) -> None:
+    again = fa3.open_library(library)
+    assert again.library_path() == library
+    assert again.library.cdll._handle == _lib.get_library().cdll._handle
+
+
+def test_open_library_names_a_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "old" / "libfa3.so"
+    with pytest.raises(fa3.LibraryNotFoundError) as raised:
+        fa3.open_library(missing)
+    assert str(missing) in str(raised.value)
+
+
+@pytest.mark.skipif(_driver_present(), reason="a CUDA driver is present on this machine")
+def test_a_handle_of_a_second_library_reports_through_it(library: str, tmp_path: Path) -> None:
+    if not fa3.kernels():
+        pytest.skip(f"{library} has no kernels, so fa3_create rejects its built-in tuning "
+                    f"table before it looks for a driver")
+    second = fa3.open_library(_library_copy(library, tmp_path / "second"))
+    with pytest.raises(fa3.Fa3Error) as raised:
+        fa3.Handle(0, library=second.library)
+    assert raised.value.status == fa3.Status.FA3_ERR_NO_DRIVER
+    assert raised.value.detail == second.library.last_error()

@@ -1,0 +1,275 @@
+"""bench/compare.py without PyTorch and without a GPU: --help and argument errors (which must
+not need torch), and the pure logic of its side-by-side mode (the systems' order over rounds,
+the tables, the time estimate).
+"""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+REPO_DIR = Path(__file__).resolve().parents[2]
+COMPARE = REPO_DIR / "bench" / "compare.py"
+
+
+def hidden_torch_env(directory: Path) -> dict[str, str]:
+    """An environment in which `import torch` fails for sure, installed or not: a torch.py
+    that raises ImportError comes first on the path."""
+    (directory / "torch.py").write_text(
+        'raise ImportError("torch is hidden by python/tests/test_compare.py")\n')
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(directory)] + (
+        [env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    return env
+
+
+def run_compare(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(COMPARE), *arguments], capture_output=True,
+                          text=True, timeout=60, env=hidden_torch_env(tmp_path),
+                          cwd=REPO_DIR, check=False)
+
+
+def test_help_works_without_torch(tmp_path: Path) -> None:
+    result = run_compare(tmp_path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: compare.py"), result.stdout
+    assert "--systems" in result.stdout
+    assert "torch is hidden" not in result.stderr
+
+
+def test_an_argument_error_needs_no_torch_either(tmp_path: Path) -> None:
+    result = run_compare(tmp_path, "--systems", "fa3,fa3-prev")
+    assert result.returncode == 2, result.stderr
+    assert "fa3-prev needs --prev-lib" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_run_without_torch_says_so(tmp_path: Path) -> None:
+    result = run_compare(tmp_path, "--seqlens", "512")
+    assert result.returncode == 2, result.stderr
+    assert "compare.py needs PyTorch" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+# ---- the module's pure logic (imported as a module; torch is not imported by it) ---------
+
+
+@pytest.fixture(scope="module")
+def compare() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fa3_bench_compare", COMPARE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parsing_the_arguments_does_not_import_torch(compare: ModuleType) -> None:
+    compare.parse_args(["--side-by-side", "--dtype", "fp16"])
+    assert "bf16" in compare.DTYPES and "fp32" not in compare.DTYPES
+    assert sorted(compare.DTYPES) == ["bf16", "fp16"]
+    assert compare.torch is None
+
+
+def test_the_default_mode_is_unchanged(compare: ModuleType) -> None:
+    args = compare.parse_args([])
+    assert args.systems == ["fa3", "cudnn", "flash"]
+    assert (args.dtype, args.rounds, args.iters, args.warmup) == (["bf16"], 3, 30, 5)
+    assert args.seqlens == [512, 1024, 2048, 4096, 8192, 16384]
+    quick = compare.parse_args(["--quick"])
+    assert (quick.iters, quick.warmup, quick.seqlens) == (10, 3, [1024, 4096, 16384])
+
+
+def test_side_by_side_defaults(compare: ModuleType, tmp_path: Path) -> None:
+    prev = tmp_path / "libfa3.so"
+    prev.write_bytes(b"")
+    args = compare.parse_args(["--side-by-side", "--prev-lib", str(prev)])
+    assert args.systems == ["fa3", "fa3-prev", "fa3-public"]
+    assert args.dtype == ["bf16", "fp16"]
+    # Each system first in two rounds, 10 calls a round.
+    assert (args.rounds, args.iters, args.warmup) == (6, 60, 5)
+    # Without --prev-lib the previous build is left out, not an error.
+    alone = compare.parse_args(["--side-by-side", "--dtype", "bf16"])
+    assert alone.systems == ["fa3", "fa3-public"]
+    assert (alone.dtype, alone.rounds, alone.iters) == (["bf16"], 4, 40)
+    # FA2 and cuDNN on request; the rounds follow the number of systems.
+    more = compare.parse_args(["--side-by-side", "--prev-lib", str(prev),
+                               "--systems", "fa3,fa3-prev,fa3-public,cudnn,flash"])
+    assert (more.rounds, more.iters) == (10, 100)
+    given = compare.parse_args(["--side-by-side", "--rounds", "3", "--iters", "30"])
+    assert (given.rounds, given.iters) == (3, 30)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--systems", "fa3,nope"], "unknown systems"),
+    (["--systems", "fa3,fa3"], "each once"),
+    (["--systems", "fa3-prev"], "needs --prev-lib"),
+    (["--prev-lib", "/nonexistent/libfa3.so"], "no such file"),
+    (["--public-fa3", "/nonexistent/fa3"], "no such directory"),
+    (["--dtype", "fp32"], "--dtype"),
+    (["--dtype", "bf16,bf16"], "--dtype"),
+    (["--rounds", "0"], "--rounds"),
+])
+def test_argument_errors(compare: ModuleType, capsys: pytest.CaptureFixture[str],
+                         arguments: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as raised:
+        compare.parse_args(arguments)
+    assert raised.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("count, rounds", [(3, 6), (3, 3), (2, 4), (5, 10), (4, 4)])
+def test_every_system_takes_every_place_equally_often(compare: ModuleType, count: int,
+                                                      rounds: int) -> None:
+    for start in range(count):
+        orders = compare.round_orders(count, rounds, start)
+        assert len(orders) == rounds
+        for order in orders:
+            assert sorted(order) == list(range(count))
+        for place in range(count):
+            firsts = [order[place] for order in orders]
+            assert all(firsts.count(s) == rounds // count for s in range(count)), orders
+
+
+def test_the_first_place_goes_round_over_the_shapes(compare: ModuleType) -> None:
+    # One round, three systems: over three shapes each system is timed first once.
+    firsts = [compare.round_orders(3, 1, start)[0][0] for start in range(3)]
+    assert sorted(firsts) == [0, 1, 2]
+    assert compare.round_orders(3, 2, 0) == [[0, 1, 2], [1, 2, 0]]
+
+
+def test_round_shares_split_the_calls(compare: ModuleType) -> None:
+    assert compare.round_shares(60, 6) == [10] * 6
+    assert compare.round_shares(10, 3) == [4, 3, 3]
+    assert compare.round_shares(2, 5) == [1, 1]
+
+
+def test_the_side_by_side_grid_fits_the_gpu_budget(compare: ModuleType, tmp_path: Path) -> None:
+    """The whole grid, bf16 and fp16, three systems: under 8 minutes by the estimate's
+    deliberately slow model (docs/bench.md), one process per dtype as gpu-check.sh runs it."""
+    prev = tmp_path / "libfa3.so"
+    prev.write_bytes(b"")
+    total = 0.0
+    for dtype in ("bf16", "fp16"):
+        args = compare.parse_args(["--side-by-side", "--prev-lib", str(prev), "--dtype", dtype])
+        shapes = compare.shapes_of(args)
+        assert len(shapes) == 36
+        total += compare.estimate_seconds(shapes, len(args.dtype), len(args.systems),
+                                          args.iters, args.warmup, args.rounds)
+    assert 60 < total < 8 * 60, total
+
+
+def test_the_estimate_grows_with_the_work(compare: ModuleType) -> None:
+    shapes = [compare.Shape(16384, 128, False)]
+    base = compare.estimate_seconds(shapes, 1, 3, 60, 5, 6)
+    assert compare.estimate_seconds(shapes, 2, 3, 60, 5, 6) > base
+    assert compare.estimate_seconds(shapes, 1, 4, 60, 5, 6) > base
+    assert compare.estimate_seconds(shapes, 1, 3, 120, 5, 6) > base
+    # 16k d128: 2.2 TFLOP a call, 91 calls of each of 3 systems at 300 TFLOPS: ~2 s.
+    assert 1.5 < base - compare.ESTIMATE_STARTUP_SECONDS < 3.5
+
+
+# ---- tables ---------------------------------------------------------------------------------
+
+
+def fake_cells(compare: ModuleType, seqlen: int, causal: bool,
+               tflops: dict[str, Any]) -> list[Any]:
+    """Cells of one shape whose median time gives the TFLOPS asked for ("wrong" and
+    "unavailable" for cells that did not run)."""
+    shape = compare.Shape(seqlen, 128, causal)
+    cells = []
+    for key, value in tflops.items():
+        cell = compare.Cell(shape, compare.System(key, f"label of {key}", lambda *a: None))
+        if value == "wrong":
+            cell.status, cell.reason = "wrong", "max |out - fp32 ref| = 1 > tolerance 0.01"
+        elif value == "unavailable":
+            cell.status, cell.reason = "unavailable", "head dim 128 not supported"
+        else:
+            cell.times_ms = [shape.flops / (value * 1e12) * 1e3] * 3
+            cell.max_diff = 1e-3
+        cells.append(cell)
+    return cells
+
+
+@pytest.fixture
+def grid(compare: ModuleType) -> list[list[Any]]:
+    return [
+        fake_cells(compare, 512, False, {"fa3": 400.0, "fa3-prev": 380.0, "fa3-public": 320.0}),
+        fake_cells(compare, 2048, False, {"fa3": 600.0, "fa3-prev": 600.0, "fa3-public": 500.0}),
+        fake_cells(compare, 4096, True, {"fa3": 550.0, "fa3-prev": "wrong",
+                                         "fa3-public": "unavailable"}),
+    ]
+
+
+def test_the_markdown_table_has_a_row_per_shape_and_the_ratios(compare: ModuleType,
+                                                               grid: list[list[Any]]) -> None:
+    text = compare.markdown_table(grid, "bf16", ["GPU: NVIDIA H100"])
+    lines = text.splitlines()
+    assert lines[0].startswith("## Forward, bf16, median TFLOPS (fa3 = label of fa3;")
+    assert "GPU: NVIDIA H100  " in lines
+    table = [line for line in lines if line.startswith("|")]
+    assert table[0] == ("| config | seqlen | batch | heads | fa3 | fa3-prev | fa3-public | "
+                        "this/prev | this/public | notes |")
+    assert table[1].count("|") == table[0].count("|")
+    assert table[2] == "| d128 | 512 | 32 | 16 | 400.0 | 380.0 | 320.0 | 1.053 | 1.250 |  |"
+    assert table[3] == "| d128 | 2k | 8 | 16 | 600.0 | 600.0 | 500.0 | 1.000 | 1.200 |  |"
+    assert table[4].startswith("| d128 causal | 4k | 4 | 16 | 550.0 | WRONG | n/a | - | - | "
+                               "fa3-prev: max |out")
+    assert "fa3-public: head dim 128 not supported" in table[4]
+    summary = [line for line in lines if line.startswith("- ")]
+    geomean = math.sqrt(400 / 380 * 600 / 600)
+    assert summary[0] == (f"- this/prev, all shapes: geometric mean {geomean:.3f} over 2 "
+                          f"shapes, min 1.000 (d128 2k), max 1.053 (d128 512)")
+    assert summary[1].startswith("- this/prev, from 2k: geometric mean 1.000 over 1 shapes")
+    assert summary[2].startswith("- this/public, all shapes: geometric mean")
+    assert len(summary) == 4
+
+
+def test_the_wide_csv_puts_the_systems_side_by_side(compare: ModuleType, grid: list[list[Any]],
+                                                    tmp_path: Path) -> None:
+    path = tmp_path / "side_by_side_bf16.csv"
+    compare.write_wide_csv(path, grid, "NVIDIA H100", "bf16")
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 3
+    assert list(rows[0])[:7] == ["gpu", "dtype", "head_dim", "causal", "batch", "seqlen", "heads"]
+    assert list(rows[0])[-3:] == ["this_over_prev", "this_over_public", "reasons"]
+    assert rows[0]["fa3_tflops"] == "400.00" and rows[0]["fa3_prev_tflops"] == "380.00"
+    assert float(rows[0]["this_over_prev"]) == pytest.approx(400 / 380, abs=1e-4)
+    assert float(rows[1]["this_over_public"]) == pytest.approx(1.2, abs=1e-4)
+    assert rows[2]["fa3_prev_status"] == "wrong" and rows[2]["fa3_prev_tflops"] == ""
+    assert rows[2]["this_over_prev"] == "" and rows[2]["this_over_public"] == ""
+    assert "fa3-public: head dim 128 not supported" in rows[2]["reasons"]
+
+
+def test_the_long_csv_keeps_each_shapes_dtype(compare: ModuleType, grid: list[list[Any]],
+                                              tmp_path: Path) -> None:
+    path = tmp_path / "all.csv"
+    compare.write_csv(str(path), grid, "NVIDIA H100", ["bf16", "bf16", "fp16"])
+    with path.open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == compare.CSV_COLUMNS
+    assert [row["dtype"] for row in rows] == ["bf16"] * 6 + ["fp16"] * 3
+    assert rows[1]["system"] == "fa3-prev" and rows[1]["tflops"] == "380.00"
+
+
+def test_ratios_appear_only_for_systems_that_run(compare: ModuleType) -> None:
+    assert [h for _, _, h in compare.active_ratios(["fa3", "cudnn", "flash"])] == ["fa3/cuDNN"]
+    assert [h for _, _, h in compare.active_ratios(["fa3", "fa3-prev", "fa3-public"])] == [
+        "this/prev", "this/public"]
+    assert compare.active_ratios(["fa3-prev", "fa3-public"]) == []
+    assert compare.ratio_column("fa3", "cudnn") == "fa3_over_cudnn"
+
+
+def test_per_dtype_paths(compare: ModuleType) -> None:
+    assert compare.per_dtype_path("out/fwd.png", "fp16", True) == "out/fwd_fp16.png"
+    assert compare.per_dtype_path("out/fwd.png", "fp16", False) == "out/fwd.png"
