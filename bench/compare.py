@@ -33,7 +33,7 @@ Method, the same for every system:
   from one shape to the next), so each system is timed first as often as the others: at
   8k-16k the system timed first right after the check gained 4-6% on the other on average,
   up to 11% in a cell (an H200, fa3 and cuDNN in both orders): the GPU reaches its power
-  cap during the first system's calls (bench/NOTES.md v18). Each round of a system: warm-up
+  cap during the first system's calls. Each round of a system: warm-up
   calls, then its share of the --iters calls, each between two CUDA events on the current
   stream. The GPU is held busy (torch.cuda._sleep) while the calls are queued, so the
   events measure GPU time only, not Python or launch overhead; Python's garbage collector
@@ -132,8 +132,8 @@ ASSUMED_CLOCK_HZ = 2.0e9            # to turn a hold time into torch.cuda._sleep
 MIN_HOLD_SECONDS = 0.02             # the least hold: a few host hiccups' worth
 MAX_HOLD_SECONDS = 2.0
 # --side-by-side: rounds per system and calls per round. Short rounds keep each system in
-# the regime the anchors and compare.py's other runs measure (a 10-call burst, bench/NOTES.md
-# v18: both systems lose 5-12% once the power cap settles); more rounds, not longer ones,
+# the regime the anchors and compare.py's other runs measure (a 10-call burst: both
+# systems lose 5-12% once the power cap settles, measured on an H200); more rounds, not longer ones,
 # give the medians their samples.
 SIDE_BY_SIDE_ROUNDS_PER_SYSTEM = 2
 SIDE_BY_SIDE_CALLS_PER_ROUND = 10

@@ -3,7 +3,8 @@
 
 ANCHORS.md holds the public FA3 and cuDNN forward TFLOPS (bf16) measured side by side on
 this workplace's H100 and H200 on one day. Our runs see GPUs in other states (power, clock,
-temperature; bench/NOTES.md v18), so each cell is shown two ways:
+temperature: at the 700 W cap an H100 ran these kernels at 1.46-1.70 GHz, not its 1.98
+GHz boost, and speed follows the energy per flop), so each cell is shown two ways:
 - fa3 against the anchor's FA3 figure as it stands (the issue's target);
 - fa3 / cuDNN of the same run against the anchor day's FA3 / cuDNN: how fa3 would compare
   with the public FA3 if cuDNN is taken as the yardstick of the GPU's state.

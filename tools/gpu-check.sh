@@ -27,19 +27,19 @@
 #   ncu-source: ncu's per-instruction warp-state samples and executed-instruction counts for
 #       each kernel in $NCU_CONFIGS at seqlen $NCU_SEQLEN, as $OUT/source_<kernel>.csv.gz;
 #       tools/ncu_source_blocks.py sums them per straight-line block (mainloop, masked step,
-#       epilogue...): where a kernel's issue slots and stalls go (bench/NOTES.md v11)
+#       epilogue...): where a kernel's issue slots and stalls go
 #   ncu-l2: ncu's L2 and tensor-pipe counters for each kernel in $NCU_CONFIGS on the paper
 #       grid shape at seqlen $NCU_SEQLEN (default 8192; causal when the name says so): how
-#       many L2 sector reads serve the sectors the SMs receive (bench/NOTES.md v9), and the
-#       elapsed cycles at ncu's locked clock (scheduling without the power cap, v21);
+#       many L2 sector reads serve the sectors the SMs receive, and the
+#       elapsed cycles at ncu's locked clock (scheduling without the power cap);
 #       $NCU_SHAPES, fa3-bench shape options separated by ';' (e.g. "--seqlen 8k;--seqlen
 #       16k --batch 1 --heads 8"), times each kernel on each shape instead;
 #       tools/ncu_l2_table.py prints the log as one row per kernel and shape
 #   clocks: bench/clock_trace.py $CLOCK_ARGS (default d128 bf16 non-causal 4k-16k, fa3 and
 #       cuDNN): each system's time in blocks of calls next to the SM clock and power that
-#       nvidia-smi sampled during the block, TFLOPS per GHz and per kW (bench/NOTES.md v18);
+#       nvidia-smi sampled during the block, TFLOPS per GHz and per kW;
 #       CLOCK_ARGS="--energy --systems= --kernels A,B": ~1 s blocks of back-to-back calls, the
-#       kernels' sustained speed at the power cap (v19)
+#       kernels' sustained speed at the power cap
 #   ncu-systems: one compare.py cell ($PROFILE_ARGS, default --hdim 64 --seqlen 1024 --causal 1)
 #       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
 #       bench/profile_call.py: the kernels a call launches, then the attention kernel's
@@ -134,7 +134,7 @@ for step in "${steps[@]}"; do
       run_step forward 400 build/fa3_tests '[forward]' ;;
     ablation)
       # In rounds with cooldown (fa3-tune's method): back to back, the rows' 30-launch medians
-      # spread by several percent at the power cap (bench/NOTES.md v22).
+      # spread by several percent at the power cap.
       run_step ablation 300 build/fa3-bench --ablation --check --rounds 5 --cooldown 1 ;;
     ab)
       run_step ab 500 bash -c 'for k in $AB_CONFIGS; do for b in ${AB_BENCH:-build/fa3-bench}; do

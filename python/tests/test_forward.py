@@ -24,7 +24,9 @@ from attention_reference import reference_fp64, rows_without_keys, sdpa  # noqa:
 DTYPES = [torch.float16, torch.bfloat16]
 HEAD_DIMS = [64, 128, 256]
 ABSOLUTE_SLACK = 1e-5
-LSE_TOLERANCE = 2e-3  # LSE is fp32 from exact fp32-accumulated scores: ~1e-5 expected
+# The LSE is held to float64 itself, not to a plain same-precision attention, for every
+# dtype: the backward recomputes P = exp(S - LSE) from it.
+LSE_TOLERANCE = 1e-4
 
 Record = Callable[..., None]
 

@@ -22,7 +22,7 @@ namespace fa3::tile {
 // resumes as soon as the phase completes. The plain try returns after a short limit: in
 // v15's profile of d64 causal 1k the Q warp's draw_go loop polled every ~20 cycles (8% of all
 // issued instructions), on an SM sub-partition whose consumer warps' softmax is issue-bound.
-// Measured against the plain try (bench/NOTES.md v16): -0.1 to +0.8% at 1k and 8k, noise;
+// Measured against the plain try on an H100: -0.1 to +0.8% at 1k and 8k, noise;
 // 20 us instead of 1 us no better.
 constexpr uint32_t kIdleSuspendNs = 1000;
 
