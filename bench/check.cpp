@@ -95,6 +95,8 @@ double abs_error(double ours, double reference) {
 
 bool within_error_rule(double ours, double plain) { return ours <= 2.0 * plain + 1e-5; }
 
+bool lse_within_bound(double ours) { return ours <= kLseBound; }
+
 Reference compute_reference(const Problem& p, const float* q, const float* k, const float* v) {
   Reference ref;
   ref.rows = sample_rows(p);
@@ -141,7 +143,7 @@ CheckResult compare_with_reference(const Problem& p, const Reference& ref, const
           std::max(result.lse_error, abs_error(lse[lse_offset(p, ref.rows[r])], ref.lse[r]));
   }
   result.pass = within_error_rule(result.o_error, result.plain_o_error) &&
-                (!lse || within_error_rule(result.lse_error, result.plain_lse_error));
+                (!lse || lse_within_bound(result.lse_error));
   return result;
 }
 

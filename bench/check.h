@@ -54,6 +54,11 @@ struct CheckResult {
 double abs_error(double ours, double reference);
 // The FlashAttention rule: ours <= 2 * plain + 1e-5 (NaN fails).
 bool within_error_rule(double ours, double plain);
+// The LSE's rule: within kLseBound of float64 (natural log), in every dtype. It is not held to
+// the plain same-precision attention, whose LSE shares the 16-bit rounding this must exclude:
+// the backward recomputes P = exp(S - LSE) from it.
+constexpr double kLseBound = 1e-4;
+bool lse_within_bound(double ours);
 
 // o: the whole output (batch, seqlen_q, heads, head_dim) as 16-bit values of p.dtype;
 // lse: (batch, heads, seqlen_q) fp32, or nullptr when there is none to check (baseline).

@@ -96,7 +96,7 @@ const std::vector<OptionSpec>& option_specs() {
        [](Options& o, const std::string&) { o.all_configs = true; }},
       {"--ablation", nullptr, "the paper's Table 2: batch 4, seqlen 8448, 16 heads, d128, "
                               "non-causal, fp16, over every compiled kernel, with a variant "
-                              "column (warp specialization, pipelining, pingpong).",
+                              "column (the kernel's options: loop, producer, pingpong, ...).",
        [](Options& o, const std::string&) { o.ablation = true; }},
       {"--check", nullptr, "verify each output (O and LSE) against a float64 host reference on "
                            "sampled rows before timing it; rule: error <= 2 x plain "

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "kernels/fwd_names.h"
+
 namespace fa3bench {
 
 std::string problem_label(const Problem& p) {
@@ -100,68 +102,23 @@ int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget, int
 }
 
 std::string kernel_variant(const std::string& kernel_name) {
-  std::vector<std::string> tokens;
-  std::stringstream in(kernel_name);
-  for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
-  bool overlap = false, three_stage = false, b2_order = false, double_p = false, pingpong = false,
-       persistent = false, conditional_rescale = false, int_max = false, exp_after_pv_wait = false,
-       ascending = false, half_blocks = false, row_sum_mma = false, cross_tile = false,
-       q_warp = false, three_q_buffers = false, q_warp_stores_o = false, dynamic = false,
-       q_in_registers = false, evict_first_q_o = false, evict_last_kv = false, cluster = false,
-       no_warp_specialization = false;
-  std::vector<std::string> others;
-  // Tokens 0-7 are fa3, fwd, dtype, dNN, mNN, nNN, sNN, wNN: the tile config, not the variant.
-  for (size_t i = 8; i < tokens.size(); ++i) {
-    const std::string& t = tokens[i];
-    if (t == "causal") continue;
-    if (t == "ov") overlap = true;
-    else if (t == "ov3") three_stage = true;
-    else if (t == "b2") b2_order = true;
-    else if (t == "pp") pingpong = true;
-    else if (t == "p2") double_p = true;
-    else if (t == "ps") persistent = true;
-    else if (t == "cr") conditional_rescale = true;
-    else if (t == "im") int_max = true;
-    else if (t == "ew") exp_after_pv_wait = true;
-    else if (t == "as") ascending = true;
-    else if (t == "xt") cross_tile = true;
-    else if (t == "hb") half_blocks = true;
-    else if (t == "ls") row_sum_mma = true;
-    else if (t == "qw") q_warp = true;
-    else if (t == "q3") three_q_buffers = true;
-    else if (t == "os") q_warp_stores_o = true;
-    else if (t == "dy") dynamic = true;
-    else if (t == "qr") q_in_registers = true;
-    else if (t == "ef") evict_first_q_o = true;
-    else if (t == "el") evict_last_kv = true;
-    else if (t == "c2") cluster = true;
-    else if (t == "nows") no_warp_specialization = true;
-    else others.push_back(t);
+  const fa3::FwdNameParse parsed = fa3::parse_fwd_name(kernel_name.c_str());
+  if (!parsed.ok) return std::string("not a forward kernel name: ") + parsed.error;
+  const fa3::FwdConfig& c = parsed.config;
+  std::string s;
+  for (const fa3::FwdOption& o : fa3::kFwdOptions) {
+    // Causal has a column of its own; the loop and the producer are the axes of the paper's
+    // ablation (Table 2), so they are named at their defaults too.
+    if (o.field == fa3::FwdField::Causal) continue;
+    const fa3::FwdSpelling* spelling = fa3::fwd_spelling_of(c, o);
+    const bool is_default = spelling == &o.spellings[0];
+    if (is_default && o.field != fa3::FwdField::Loop && o.field != fa3::FwdField::Producer) continue;
+    const std::string value = o.kind == fa3::FwdFieldKind::Bool ? ""
+                              : o.kind == fa3::FwdFieldKind::Enum
+                                  ? std::string("=") + spelling->word
+                                  : "=" + std::to_string(fa3::fwd_field_value(c, o.field));
+    s += (s.empty() ? "" : ", ") + std::string(o.key) + value;
   }
-  std::string s = no_warp_specialization ? "no warp specialization" : "warp specialization";
-  if (overlap) s += " + 2-stage GEMM-softmax pipelining (intra-warpgroup overlap)";
-  if (double_p) s += " with two P register buffers";
-  if (b2_order) s += " in the order of the paper's B.2 SASS";
-  if (three_stage) s += " + 3-stage GEMM-softmax pipelining (paper Algorithm 4)";
-  if (conditional_rescale) s += " + O rescaled only when a row max grows by more than 2^8";
-  if (int_max) s += ", the row max by an integer max";
-  if (exp_after_pv_wait) s += ", exponentials after the PV wait";
-  if (ascending) s += " + key blocks in ascending order";
-  if (half_blocks) s += " + half-width GEMMs where half a block is masked";
-  if (row_sum_mma) s += " + softmax row sums by the PV GEMM";
-  if (pingpong) s += " + pingpong scheduling";
-  if (persistent) s += " + persistent grid";
-  if (cross_tile) s += ", tiles pipelined into each other";
-  if (q_warp) s += " (Q from a warp of its own)";
-  if (three_q_buffers) s += " in three buffers";
-  if (q_warp_stores_o) s += ", which also stores O";
-  if (dynamic) s += ", tiles handed out through a counter";
-  if (q_in_registers) s += " + QK^T with Q from registers";
-  if (evict_first_q_o) s += " + Q and O evict-first in L2";
-  if (evict_last_kv) s += " + K and V evict-last in L2";
-  if (cluster) s += " + 2-CTA clusters (K/V multicast)";
-  if (!overlap && !three_stage && !pingpong) s += ", no GEMM-softmax pipelining";
-  for (const std::string& t : others) s += " + " + t;  // tokens this bench does not know yet
   return s;
 }
 

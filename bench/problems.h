@@ -49,9 +49,12 @@ double tflops(double flops, double ms);
 // memory_budget bytes. At least 1 when one set fits, 0 when not even one does.
 int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget, int launches);
 
-// What a kernel's name tokens say about its algorithm, for the --ablation "variant" column:
-// a plain fa3_fwd_..._w2 name is "warp specialization, no GEMM-softmax pipelining";
-// _ov adds intra-warpgroup overlap (2-stage GEMM-softmax pipelining), _pp pingpong.
+// What a kernel's name says about its algorithm, for the "variant" column (--ablation,
+// --all-configs): its options as a tuning table's config writes them (the registry,
+// src/kernels/fwd_names.h), the loop and the producer always, the others where they are not
+// at their default: "loop=sequential, producer=warpgroup" for a plain fa3_fwd_..._w2 name,
+// "loop=pipelined, pingpong, producer=warpgroup" for one with _ov_pp. The tile numbers and
+// causal are columns of their own.
 std::string kernel_variant(const std::string& kernel_name);
 
 }  // namespace fa3bench

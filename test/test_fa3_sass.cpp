@@ -240,8 +240,8 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_FALSE(hb.check(CheckId::HalfBlocks)->pass);
   CHECK_THAT(hb.check(CheckId::HalfBlocks)->detail,
              Catch::Contains("0 QK^T groups of HGMMA.64x64x16 SS, 0 PV groups of 4 RS HGMMA.64x128x16"));
-  // _qr: the half QK^T groups are RS (Q from registers), and the PV shape carries _ls's 8
-  // columns: the groups of the d128 _cr_ls_hb_..._os_qr causal kernel as fa3-sass read them.
+  // _qr: the half QK^T groups are RS (Q from registers): the groups of a d128
+  // _cr_hb_..._os_qr causal kernel as fa3-sass reads them.
   auto group = [](size_t steps, const char* shape, const char* operands) {
     WgmmaGroup g;
     g.wgmma = steps;
@@ -249,17 +249,18 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
     return g;
   };
   KernelReport qr;
-  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal");
-  qr.groups = {group(8, "64x128x16", "RS"), group(8, "64x64x16", "RS"), group(8, "64x136x16", "RS"),
-               group(4, "64x136x16", "RS")};
+  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_os_qr_causal");
+  qr.groups = {group(8, "64x128x16", "RS"), group(8, "64x64x16", "RS"), group(8, "64x128x16", "RS"),
+               group(4, "64x128x16", "RS")};
   CHECK(run_check(CheckId::HalfBlocks, qr).pass);
   CHECK_THAT(run_check(CheckId::HalfBlocks, qr).detail,
-             Catch::Contains("1 QK^T group of HGMMA.64x64x16 RS, 1 PV group of 4 RS HGMMA.64x136x16"));
+             Catch::Contains("1 QK^T group of HGMMA.64x64x16 RS, 1 PV group of 4 RS HGMMA.64x128x16"));
   // The same groups under the name without _qr: its half QK^T would be SS, so the check fails.
-  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal");
+  qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_os_causal");
   CHECK_FALSE(run_check(CheckId::HalfBlocks, qr).pass);
-  // Without _ls the PV shape is 64x128x16: a 4-step group of 64x136x16 is not its half PV.
+  // The PV shape is N = head_dim: a 4-step group 8 columns wider is not the half PV.
   qr.traits = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_os_qr_causal");
+  qr.groups.back() = group(4, "64x136x16", "RS");
   CHECK_FALSE(run_check(CheckId::HalfBlocks, qr).pass);
   const KernelReport odd =
       analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp"));
@@ -660,14 +661,52 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(t.head_dim == 128);
   CHECK(t.block_n == 176);
   CHECK(t.consumer_warpgroups == 3);
-  CHECK(t.causal);
-  CHECK(t.overlap);
-  CHECK(t.pingpong);
+  CHECK(t.options.causal);
+  CHECK(t.options.loop == fa3::Loop::Pipelined);
+  CHECK(t.options.pingpong);
   CHECK(t.unknown_tokens == std::vector<std::string>{"zz9", "x"});
   CHECK_THAT(describe(t), Catch::Contains("unknown tokens: zz9 x"));
   CHECK(traits_from_name("fa3").unknown_tokens.empty());
   CHECK_FALSE(traits_from_name("fa3").fa3_name);
   CHECK(traits_from_name("").direction.empty());
+
+  // Spellings of several tokens, in names the registry rejects: a fixture's extra tokens, fp8.
+  const KernelTraits fixture =
+      traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_stage_per_thread");
+  CHECK(fixture.options.tiles == fa3::Tiles::Persistent);
+  CHECK(fixture.unknown_tokens == std::vector<std::string>{"stage", "per", "thread"});
+  const KernelTraits fp8 = traits_from_name("fa3_fwd_e4m3_d128_m128_n128_s2_w2_ov_b2_ps_xt_qw_q3");
+  CHECK(fp8.fp8);
+  CHECK(fp8.options.loop == fa3::Loop::B2Order);
+  CHECK(fp8.options.tiles == fa3::Tiles::CrossTileQWarp3);
+  CHECK(fp8.unknown_tokens.empty());
+  // The removed row sums by the PV GEMM are a token like any other the registry does not know.
+  CHECK(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp").unknown_tokens ==
+        std::vector<std::string>{"ls"});
+}
+
+TEST_CASE("fa3-sass: a name the registry accepts gives its whole config", "[cpu][sass]") {
+  for (const char* name : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal",
+                           "fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_as_ps_causal",
+                           "fa3_fwd_f16_d128_m128_n128_s2_w2_ov_nows",
+                           "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2"}) {
+    INFO(name);
+    const fa3::FwdNameParse parsed = fa3::parse_fwd_name(name);
+    REQUIRE(parsed.ok);
+    const KernelTraits t = traits_from_name(name);
+    CHECK(t.unknown_tokens.empty());
+    CHECK(t.dtype == (parsed.config.dtype == fa3::DType::F16 ? "f16" : "bf16"));
+    CHECK(t.head_dim == parsed.config.head_dim);
+    CHECK(t.block_m == parsed.config.block_m);
+    CHECK(t.block_n == parsed.config.block_n);
+    CHECK(t.stages == parsed.config.stages);
+    CHECK(t.consumer_warpgroups == parsed.config.consumer_warpgroups);
+    for (const fa3::FwdOption& o : fa3::kFwdOptions)
+      CHECK(fa3::fwd_field_value(t.options, o.field) == fa3::fwd_field_value(parsed.config, o.field));
+  }
+  CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2")),
+             Catch::Equals("fwd bf16 d128 m128 n176 s2 w2, loop=pipelined, exp_after_pv_wait, "
+                           "pingpong, cluster_m=2"));
 }
 
 TEST_CASE("fa3-sass: the tuning table can turn on the pipelining checks", "[cpu][sass]") {
@@ -676,26 +715,40 @@ TEST_CASE("fa3-sass: the tuning table can turn on the pipelining checks", "[cpu]
   const fs::path table = dir / "table.json";
   std::ofstream(table) << R"({"version": 1, "entries": [
       {"match": {"head_dim": 128}, "kernel": "fa3_fwd_bf16_d128_m128_n128_s2_w2",
-       "config": {"overlap": true, "pingpong": false, "block_m": 128}},
-      {"kernel": "fa3_fwd_bf16_d64_m128_n128_s2_w2", "config": {"overlap": false}},
-      {"kernel": "fa3_fwd_bf16_d256_m128_n64_s2_w2", "config": {"overlap": true, "b2_order": true}},
+       "config": {"loop": "pipelined", "pingpong": false, "block_m": 128}},
+      {"kernel": "fa3_fwd_bf16_d64_m128_n128_s2_w2", "config": {"loop": "sequential"}},
+      {"kernel": "fa3_fwd_bf16_d256_m128_n64_s2_w2", "config": {"loop": "b2_order", "pingpong": true}},
+      {"kernel": "fa3_fwd_bf16_d256_m128_n64_s2_w2", "config": {"loop": "sequential", "pingpong": false}},
+      {"kernel": "fa3_fwd_bf16_d128_m128_n64_s2_w2", "config": {"loop": "no_such_loop", "pingpong": 1}},
       {"kernel": 7}]})";
   std::string error;
   const auto flags = read_tuning_table_flags(table.string(), error);
   REQUIRE(flags);
   KernelTraits t = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2");
   apply_table_flags(t, flags->at("fa3_fwd_bf16_d128_m128_n128_s2_w2"));
-  CHECK(t.overlap);
+  CHECK(t.options.loop == fa3::Loop::Pipelined);
+  CHECK_FALSE(t.options.pingpong);
   CHECK(checks_for(t).back() == CheckId::GemmSoftmaxOverlap);
-  CHECK_THAT(describe(t), Catch::Contains("overlap from the tuning table"));
+  CHECK_THAT(describe(t), Catch::Contains("loop=pipelined from the tuning table"));
+  // A later entry of the same kernel does not turn off what an earlier one turned on.
   KernelTraits d256 = traits_from_name("fa3_fwd_bf16_d256_m128_n64_s2_w2");
   apply_table_flags(d256, flags->at("fa3_fwd_bf16_d256_m128_n64_s2_w2"));
-  CHECK(d256.b2_order);
+  CHECK(d256.options.loop == fa3::Loop::B2Order);
+  CHECK(d256.options.pingpong);
   CHECK(checks_for(d256).back() == CheckId::TwoStagePipeline);
-  CHECK_THAT(describe(d256), Catch::Contains("B.2 order from the tuning table"));
+  CHECK_THAT(describe(d256), Catch::Contains("loop=b2_order from the tuning table"));
+  CHECK_THAT(describe(d256), Catch::Contains("pingpong from the tuning table"));
   KernelTraits d64 = traits_from_name("fa3_fwd_bf16_d64_m128_n128_s2_w2");
   apply_table_flags(d64, flags->at("fa3_fwd_bf16_d64_m128_n128_s2_w2"));
-  CHECK_FALSE(d64.overlap);
+  CHECK_FALSE(d64.options.overlap());
+  CHECK(d64.notes.empty());
+  // Values of the wrong type or word are left to the runtime's validation: no flag.
+  CHECK_FALSE(flags->at("fa3_fwd_bf16_d128_m128_n64_s2_w2").loop);
+  CHECK_FALSE(flags->at("fa3_fwd_bf16_d128_m128_n64_s2_w2").pingpong);
+  // The name's own loop stands.
+  KernelTraits named = traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov");
+  apply_table_flags(named, TableFlags{fa3::Loop::B2Order, std::nullopt});
+  CHECK(named.options.loop == fa3::Loop::Pipelined);
 
   std::ofstream(dir / "bad.json") << "{ not json";
   CHECK_FALSE(read_tuning_table_flags((dir / "bad.json").string(), error));
@@ -718,6 +771,9 @@ TEST_CASE("fa3-sass: JSON report follows schema fa3-sass/1", "[cpu][sass]") {
   CHECK(good["name"] == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2");
   CHECK(good["pass"] == true);
   CHECK(good["config"]["overlap"] == true);
+  CHECK(good["config"]["options"]["loop"] == "b2_order");
+  CHECK(good["config"]["options"]["pingpong"] == false);
+  CHECK(good["config"]["options"]["cluster_m"] == 1);
   CHECK(good["resources"]["registers"].is_null());
   CHECK(good["mix"]["hgmma"] == 32);
   CHECK(good["mainloop"]["softmax_position"] == "before");

@@ -409,7 +409,7 @@ TEST_CASE("kernels with a lazy row max follow rows whose scores keep growing",
   uint64_t seed = 9090;
   for (const std::string& name : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(name);
-    if (!config.conditional_rescale) continue;
+    if (!config.conditional_rescale()) continue;
     for (const float ramp : {12.0f, -12.0f}) {
       Case c;
       c.bf16 = config.dtype == fa3::DType::BF16;
@@ -464,7 +464,7 @@ TEST_CASE("causal persistent kernels walk their L2 groups, the last one short",
   uint64_t seed = 4242;
   for (const std::string& name : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(name);
-    if (!config.persistent || !config.causal) continue;
+    if (!config.persistent() || !config.causal) continue;
     Case c;
     c.bf16 = config.dtype == fa3::DType::BF16;
     c.head_dim = config.head_dim;
@@ -578,12 +578,13 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   // Few and small: under memcheck/racecheck/synccheck every kernel runs orders of magnitude
   // slower. Together they still cover each head dim, both dtypes, causal both ways, tails
   // in seqlen_q and seqlen_k, GQA, empty causal rows and a padded output; with the built-in
-  // table, d128 runs Q-in-registers kernels (_qr) at 200 and 300 rows and, at 1600 causal rows,
-  // one that crosses tiles with the half-width diagonal blocks and the Q warp storing O; d64
-  // causal at 1600 rows runs three consumer warpgroups with the row sums by the PV GEMM (_ls),
-  // at 300 rows (bf16) two of them with _ls, half-width diagonal blocks and Q in registers.
+  // table they reach every loop of the production kernels: d128 cross-tile kernels with Q in
+  // registers and three Q buffers (200 causal rows, 1600 causal rows, and non-causal 1700 x
+  // 1000 with tiles from the counter), the Q warp storing O (bf16 non-causal 300 rows), d64
+  // with three consumer warpgroups (1600 causal rows) and with half-width diagonal blocks (300
+  // causal rows; 1000 with Q in registers), and d256's one-CTA-per-tile and persistent ones.
   Runner runner;
-  Case cases[8];
+  Case cases[10];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true;
   cases[0].seqlen_q = 200; cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -592,7 +593,7 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[2].seqlen_k = 130; cases[2].heads = 1; cases[2].heads_kv = 1;
   cases[3].bf16 = false; cases[3].head_dim = 256; cases[3].seqlen_q = 1; cases[3].seqlen_k = 70;
   cases[3].heads = 4; cases[3].heads_kv = 2;
-  cases[4].bf16 = false; cases[4].head_dim = 128; cases[4].seqlen_q = 300; cases[4].seqlen_k = 190;
+  cases[4].bf16 = true; cases[4].head_dim = 128; cases[4].seqlen_q = 300; cases[4].seqlen_k = 190;
   cases[4].heads = 2; cases[4].heads_kv = 2;
   cases[5].bf16 = true; cases[5].head_dim = 128; cases[5].causal = true; cases[5].seqlen_q = 1600;
   cases[5].seqlen_k = 1600; cases[5].heads = 1; cases[5].heads_kv = 1;
@@ -600,6 +601,10 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[6].seqlen_k = 1650; cases[6].heads = 2; cases[6].heads_kv = 1;
   cases[7].bf16 = true; cases[7].head_dim = 64; cases[7].causal = true; cases[7].seqlen_q = 300;
   cases[7].seqlen_k = 333; cases[7].heads = 2; cases[7].heads_kv = 2;
+  cases[8].bf16 = false; cases[8].head_dim = 128; cases[8].seqlen_q = 1700; cases[8].seqlen_k = 1000;
+  cases[8].heads = 2; cases[8].heads_kv = 1;
+  cases[9].bf16 = false; cases[9].head_dim = 64; cases[9].causal = true; cases[9].seqlen_q = 1000;
+  cases[9].seqlen_k = 1000; cases[9].heads = 1; cases[9].heads_kv = 1;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

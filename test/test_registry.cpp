@@ -1,6 +1,7 @@
 // Kernel names are the configs: the name grammar, its round trip, and the compiled set.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -25,7 +26,7 @@ fa3::FwdConfig round_trip(const std::string& name) {
 TEST_CASE("forward kernel names parse into their configs and back", "[cpu][registry]") {
   const auto c = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_causal");
   REQUIRE(c);
-  CHECK_FALSE(c->overlap);
+  CHECK_FALSE(c->overlap());
   CHECK_FALSE(c->pingpong);
   CHECK(c->dtype == fa3::DType::BF16);
   CHECK(c->head_dim == 128);
@@ -38,7 +39,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
 
   const auto pp = fa3::parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_causal");
   REQUIRE(pp);
-  CHECK(pp->overlap);
+  CHECK(pp->overlap());
   CHECK(pp->pingpong);
   CHECK(pp->causal);
   CHECK(pp->consumer_warpgroups == 3);
@@ -46,36 +47,36 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
 
   const auto three = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp");
   REQUIRE(three);
-  CHECK(three->overlap);
-  CHECK(three->three_stage);
-  CHECK(three->warp_specialized);
+  CHECK(three->overlap());
+  CHECK(three->three_stage());
+  CHECK(three->warp_specialized());
   CHECK(fa3::fwd_kernel_name(*three) == "fa3_fwd_bf16_d128_m128_n64_s2_w2_ov3_pp");
 
   const auto b2 = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp_causal");
   REQUIRE(b2);
-  CHECK(b2->overlap);
-  CHECK(b2->b2_order);
-  CHECK_FALSE(b2->double_p);
+  CHECK(b2->overlap());
+  CHECK(b2->b2_order());
+  CHECK_FALSE(b2->double_p());
   CHECK(b2->pingpong);
   CHECK(fa3::fwd_kernel_name(*b2) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_pp_causal");
-  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->b2_order);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->b2_order());
   const auto cr = fa3::parse_fwd_kernel_name("fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_pp_causal");
   REQUIRE(cr);
-  CHECK(cr->conditional_rescale);
+  CHECK(cr->conditional_rescale());
   CHECK(cr->pingpong);
   CHECK(fa3::fwd_kernel_name(*cr) == "fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_pp_causal");
-  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->conditional_rescale);
+  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->conditional_rescale());
   const auto c2 = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_pp_c2");
   REQUIRE(c2);
   CHECK(c2->cluster_m == 2);
-  CHECK(c2->conditional_rescale);
+  CHECK(c2->conditional_rescale());
   CHECK(fa3::fwd_kernel_name(*c2) == "fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_pp_c2");
   CHECK(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->cluster_m == 1);
   const auto as = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
   REQUIRE(as);
   CHECK(as->ascending);
-  CHECK(as->conditional_rescale);
-  CHECK(as->persistent);
+  CHECK(as->conditional_rescale());
+  CHECK(as->persistent());
   CHECK(fa3::fwd_kernel_name(*as) == "fa3_fwd_bf16_d64_m192_n112_s2_w3_ov_cr_as_pp_ps_causal");
   CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp")->ascending);
   const auto ew = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2");
@@ -85,14 +86,14 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(fa3::fwd_kernel_name(*ew) == "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2");
   const auto xt = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
   REQUIRE(xt);
-  CHECK(xt->cross_tile);
-  CHECK(xt->persistent);
+  CHECK(xt->cross_tile());
+  CHECK(xt->persistent());
   CHECK(fa3::fwd_kernel_name(*xt) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_causal");
-  CHECK_FALSE(xt->q_warp);
+  CHECK_FALSE(xt->q_warp());
   const auto qw = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal");
   REQUIRE(qw);
-  CHECK(qw->q_warp);
-  CHECK(qw->cross_tile);
+  CHECK(qw->q_warp());
+  CHECK(qw->cross_tile());
   CHECK(fa3::fwd_kernel_name(*qw) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_causal");
   // Its two more barriers (tile_ready per Q buffer, draw_go) fit in the same shared memory.
   CHECK(fa3::FwdSmemLayout::of(*qw).total_bytes == fa3::FwdSmemLayout::of(*xt).total_bytes + 24);
@@ -110,7 +111,7 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   REQUIRE(hb);
   CHECK(hb->half_blocks);
   CHECK(hb->ascending);
-  CHECK(hb->cross_tile);
+  CHECK(hb->cross_tile());
   CHECK(fa3::fwd_kernel_name(*hb) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_as_hb_pp_ps_xt_qw_causal");
   CHECK_FALSE(qw->half_blocks);
   // Half a key block must be whole k-steps of 16 keys, and only the plain pipelined loop has it.
@@ -120,9 +121,9 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
 
   // _q3: after _qw (and only with it); three Q buffers, a 16-byte tile slot each.
   const auto q3 = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_causal");
-  CHECK(q3.three_q_buffers);
-  CHECK(q3.q_warp);
-  CHECK_FALSE(qw->three_q_buffers);
+  CHECK(q3.three_q_buffers());
+  CHECK(q3.q_warp());
+  CHECK_FALSE(qw->three_q_buffers());
   const fa3::FwdSmemLayout l3 = fa3::FwdSmemLayout::of(q3);
   CHECK(l3.q_buffers == 3);
   CHECK(l3.k_offset == 3 * l3.q_bytes);
@@ -130,68 +131,50 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
   CHECK(l3.total_bytes <= fa3::kFwdSmemLimit);
   CHECK(fa3::fwd_tile_slot_bytes(2) == 32);
   CHECK(fa3::fwd_tile_slot_bytes(3) == 48);
-  // Three 32 KB Q buffers leave no room for _ls's chunks of ones at d128.
-  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_q3"));
 
   // _dy: after _q3; persistent non-causal only (causal persistent kernels always draw).
-  const auto dy = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy");
+  const auto dy = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_dy");
   CHECK(dy.dynamic_schedule);
-  CHECK(dy.persistent);
+  CHECK(dy.persistent());
   CHECK_FALSE(qw->dynamic_schedule);
 
   // _os: after _q3, with _qw and two Q buffers.
-  const auto os = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy");
-  CHECK(os.q_warp_stores_o);
+  const auto os = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_os_dy");
+  CHECK(os.q_warp_stores_o());
   CHECK(os.dynamic_schedule);
-  CHECK_FALSE(qw->q_warp_stores_o);
-  CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal").half_blocks);
+  CHECK_FALSE(qw->q_warp_stores_o());
+  CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_os_causal").half_blocks);
 
-  // _im: right after _cr, which it needs.
-  const auto im = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_os_qr_causal");
-  CHECK(im.int_max);
-  CHECK(im.conditional_rescale);
-  CHECK(round_trip("fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_im_pp").int_max);
-  CHECK_FALSE(round_trip("fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_pp").int_max);
+  // cr_im: the lazy row max with integer maxima, one spelling of row_max.
+  const auto im = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_hb_pp_ps_xt_qw_os_qr_causal");
+  CHECK(im.int_max());
+  CHECK(im.conditional_rescale());
+  CHECK(round_trip("fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_im_pp").int_max());
+  CHECK_FALSE(round_trip("fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_pp").int_max());
 
   // _ef, _el: after _dy, each alone or both; _el not with a cluster's multicast loads.
-  const auto ef = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef");
+  const auto ef = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_dy_ef");
   CHECK(ef.evict_first_q_o);
   CHECK_FALSE(ef.evict_last_kv);
-  const auto el = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_el_causal");
+  const auto el = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_el_causal");
   CHECK(el.evict_last_kv);
   CHECK_FALSE(el.evict_first_q_o);
-  const auto efel = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_ef_el");
+  const auto efel = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_dy_ef_el");
   CHECK(efel.evict_first_q_o);
   CHECK(efel.evict_last_kv);
   CHECK(round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ef_c2").cluster_m == 2);
 
   // _qr: after _dy, before _ef; cross-tile kernels with two consumer warpgroups, d <= 128.
-  const auto qr = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el");
+  const auto qr = round_trip("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_dy_qr_ef_el");
   CHECK(qr.q_in_registers);
   CHECK(qr.evict_last_kv);
   CHECK_FALSE(ef.q_in_registers);
   CHECK(round_trip("fa3_fwd_f16_d64_m128_n128_s2_w2_ov_pp_ps_xt_qr_causal").q_in_registers);
 
-  // _ls: after _cr; every V stage gets a column chunk of ones (block_n x 128 bytes) after it.
-  const auto ls =
-      fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
-  REQUIRE(ls);
-  CHECK(ls->row_sum_mma);
-  CHECK(ls->conditional_rescale);
-  CHECK(fa3::fwd_kernel_name(*ls) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal");
-  CHECK_FALSE(qw->row_sum_mma);
-  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_cr_pp"));
-  const auto ls_layout = fa3::FwdSmemLayout::of(*ls);
-  CHECK(ls_layout.v_stage_bytes == ls_layout.kv_stage_bytes + 128 * 128);
-  CHECK(ls_layout.total_bytes <= fa3::kFwdSmemLimit);
-  CHECK(fa3::FwdSmemLayout::of(*qw).v_stage_bytes == fa3::FwdSmemLayout::of(*qw).kv_stage_bytes);
-  // N = 256 + 8 is no wgmma.
-  CHECK_FALSE(fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_ls_pp"));
-
   const auto nows = fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
   REQUIRE(nows);
-  CHECK_FALSE(nows->warp_specialized);
-  CHECK_FALSE(nows->three_stage);
+  CHECK_FALSE(nows->warp_specialized());
+  CHECK_FALSE(nows->three_stage());
   CHECK(nows->threads() == 256);
   CHECK(nows->consumer_regs() == 0);
   CHECK(fa3::fwd_kernel_name(*nows) == "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_nows_causal");
@@ -270,6 +253,157 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
 }
 
 namespace {
+// Whether two configs agree on every field a name spells.
+bool same_name_fields(const fa3::FwdConfig& a, const fa3::FwdConfig& b) {
+  for (const fa3::FwdOption& o : fa3::kFwdOptions)
+    if (fa3::fwd_field_value(a, o.field) != fa3::fwd_field_value(b, o.field)) return false;
+  return a.dtype == b.dtype && a.head_dim == b.head_dim && a.block_m == b.block_m &&
+         a.block_n == b.block_n && a.stages == b.stages &&
+         a.consumer_warpgroups == b.consumer_warpgroups;
+}
+
+std::vector<std::string> tokens_of(const char* spelling) {
+  std::vector<std::string> tokens;
+  std::istringstream in(spelling);
+  for (std::string t; std::getline(in, t, '_');) tokens.push_back(t);
+  return tokens;
+}
+}  // namespace
+
+TEST_CASE("every config prints as a name that parses back into it", "[cpu][registry]") {
+  // Every combination of every option's values (the registry's spellings), over tile shapes of
+  // each head dim: the valid ones round-trip, the others print as names the parser rejects.
+  struct Tile {
+    fa3::DType dtype;
+    int head_dim, block_m, block_n, stages, warpgroups;
+  };
+  const Tile tiles[] = {{fa3::DType::F16, 64, 192, 112, 2, 3}, {fa3::DType::BF16, 64, 128, 128, 3, 2},
+                        {fa3::DType::BF16, 128, 128, 128, 2, 2}, {fa3::DType::F16, 128, 128, 176, 2, 2},
+                        {fa3::DType::BF16, 256, 128, 80, 2, 2}};
+  std::vector<std::set<int>> values_seen(fa3::kFwdOptionCount);
+  size_t valid = 0;
+  for (const Tile& t : tiles) {
+    std::vector<int> spelling(fa3::kFwdOptionCount, 0);  // a mixed-radix counter
+    for (;;) {
+      fa3::FwdConfig c;
+      c.dtype = t.dtype;
+      c.head_dim = t.head_dim;
+      c.block_m = t.block_m;
+      c.block_n = t.block_n;
+      c.stages = t.stages;
+      c.consumer_warpgroups = t.warpgroups;
+      for (int i = 0; i < fa3::kFwdOptionCount; ++i)
+        fa3::set_fwd_field(c, fa3::kFwdOptions[i].field,
+                           fa3::kFwdOptions[i].spellings[spelling[i]].value);
+      const std::string name = fa3::fwd_kernel_name(c);
+      const std::optional<fa3::FwdConfig> parsed = fa3::parse_fwd_kernel_name(name);
+      if (parsed.has_value() != fa3::fwd_config_is_valid(c)) FAIL_CHECK(name);
+      if (parsed) {
+        ++valid;
+        if (!same_name_fields(*parsed, c)) FAIL_CHECK(name);
+        for (int i = 0; i < fa3::kFwdOptionCount; ++i) values_seen[i].insert(spelling[i]);
+      }
+      int i = 0;
+      while (i < fa3::kFwdOptionCount && ++spelling[i] == fa3::kFwdOptions[i].count) spelling[i++] = 0;
+      if (i == fa3::kFwdOptionCount) break;
+    }
+  }
+  CHECK(valid > 1000);
+  // Each spelling of each option is in some valid config: none is dead.
+  for (int i = 0; i < fa3::kFwdOptionCount; ++i) {
+    INFO(fa3::kFwdOptions[i].key);
+    CHECK(values_seen[i].size() == static_cast<size_t>(fa3::kFwdOptions[i].count));
+  }
+}
+
+TEST_CASE("the registry's tokens are unambiguous", "[cpu][registry]") {
+  // A token belongs to one option: the parser's longest match per option then never takes a
+  // token that another option spells, and fa3-sass can read options in any order.
+  std::set<std::string> seen_spellings;
+  for (int a = 0; a < fa3::kFwdOptionCount; ++a) {
+    const fa3::FwdOption& o = fa3::kFwdOptions[a];
+    INFO(o.key);
+    CHECK(std::string(o.spellings[0].tokens).empty());  // the default, spelled by nothing
+    for (int i = 1; i < o.count; ++i) {
+      CHECK_FALSE(std::string(o.spellings[i].tokens).empty());
+      CHECK(seen_spellings.insert(o.spellings[i].tokens).second);
+      if (o.kind == fa3::FwdFieldKind::Enum) CHECK(o.spellings[i].word != nullptr);
+      for (const std::string& token : tokens_of(o.spellings[i].tokens)) {
+        INFO(token);
+        CHECK_FALSE(token.empty());
+        for (int b = 0; b < fa3::kFwdOptionCount; ++b) {
+          if (b == a) continue;
+          for (int j = 1; j < fa3::kFwdOptions[b].count; ++j) {
+            const std::vector<std::string> other = tokens_of(fa3::kFwdOptions[b].spellings[j].tokens);
+            CHECK(std::find(other.begin(), other.end(), token) == other.end());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("names with the removed _ls token are rejected", "[cpu][registry]") {
+  for (const char* ls : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal",
+                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr",
+                         "fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3",
+                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy",
+                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ls"}) {
+    INFO(ls);
+    std::string why;
+    CHECK_FALSE(fa3::parse_fwd_kernel_name(ls, &why));
+    CHECK_THAT(why, Catch::Contains("unknown"));
+    CHECK(fa3::explain_fwd_kernel_name(ls).empty());
+  }
+}
+
+TEST_CASE("a name's parts spell it, each with its meaning", "[cpu][registry]") {
+  const std::string name = "fa3_fwd_bf16_d128_m128_n176_s2_w2_ov_ew_pp_c2";
+  const std::vector<fa3::NamePart> parts = fa3::explain_fwd_kernel_name(name);
+  REQUIRE(parts.size() == 2 + fa3::kFwdNumberCount + fa3::kFwdOptionCount);
+  std::string spelled;
+  for (const fa3::NamePart& p : parts) {
+    INFO(p.field);
+    CHECK_FALSE(p.meaning.empty());
+    if (!p.tokens.empty()) spelled += (spelled.empty() ? "" : "_") + p.tokens;
+    // The lab-only options that the name sets, and nothing else, are marked.
+    CHECK(p.lab_only == (p.field == "exp_after_pv_wait" || p.field == "cluster_m"));
+  }
+  CHECK(spelled == name);
+  CHECK(parts[2].field == "head_dim");
+  CHECK(parts[2].value == "128");
+  const auto loop = std::find_if(parts.begin(), parts.end(),
+                                 [](const fa3::NamePart& p) { return p.field == "loop"; });
+  REQUIRE(loop != parts.end());
+  CHECK(loop->tokens == "ov");
+  CHECK(loop->value == "pipelined");
+}
+
+TEST_CASE("docs/tuning_table.md embeds the registry's token table as generated",
+          "[cpu][registry]") {
+  // Tests run from the repository root.
+  std::ifstream doc("docs/tuning_table.md");
+  REQUIRE(doc.good());
+  const std::string begin = "<!-- tokens: generated by fa3-table tokens --markdown -->";
+  const std::string end = "<!-- end tokens -->";
+  std::string line, block;
+  bool inside = false, closed = false;
+  while (std::getline(doc, line)) {
+    if (line == begin) {
+      inside = true;
+    } else if (line == end && inside) {
+      closed = true;
+      break;
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  INFO("regenerate the block between the markers with `build/fa3-table tokens --markdown`");
+  REQUIRE(closed);
+  CHECK(block == fa3::fwd_tokens_markdown());
+}
+
+namespace {
 // The words of a make variable of src/kernels/kernels.mk, from its `NAME :=` line to the first
 // line that does not end in a backslash (tests run from the repository root).
 std::vector<std::string> kernels_mk_words(const std::string& variable) {
@@ -334,6 +468,17 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
   INFO("FWD_PRODUCTION_KERNELS has " << production.size() << " kernels; the budget is "
        << fa3::kProductionForwardBudget << " (promote a lab kernel only in place of another)");
   CHECK(production.size() <= static_cast<size_t>(fa3::kProductionForwardBudget));
+}
+
+TEST_CASE("every lab kernel name parses and prints back unchanged", "[cpu][registry]") {
+  for (const std::string& name : lab_kernels()) {
+    INFO(name);
+    std::string why;
+    const auto cfg = fa3::parse_fwd_kernel_name(name, &why);
+    INFO(why);
+    REQUIRE(cfg);
+    CHECK(fa3::fwd_kernel_name(*cfg) == name);
+  }
 }
 
 TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][registry]") {

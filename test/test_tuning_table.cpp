@@ -330,13 +330,16 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
     CHECK(error_of(doc) == kPrefix +
                                "entries[8].config has unknown key \"clusters\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, overlap, double_p, pingpong, persistent, three_stage, "
-                               "b2_order, conditional_rescale, int_max, cluster_m, exp_after_pv_wait, "
-                               "ascending, cross_tile, q_warp, three_q_buffers, q_warp_stores_o, dynamic_schedule, q_in_registers, "
-                               "evict_first_q_o, "
-                               "evict_last_kv, half_blocks, row_sum_mma, "
-                               "warp_specialized, "
-                               "causal)");
+                               "consumer_regs, loop, row_max, exp_after_pv_wait, ascending, "
+                               "half_blocks, pingpong, tiles, dynamic_schedule, q_in_registers, "
+                               "evict_first_q_o, evict_last_kv, cluster_m, producer, causal)");
+  }
+  SECTION("config enum value disagreeing with the kernel") {
+    e8["config"] = {{"loop", "pipelined"}};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].config.loop is \"pipelined\", but kernel "
+                               "\"fa3_fwd_bf16_d128_m128_n128_s2_w2\" is compiled with loop "
+                               "\"sequential\"");
   }
   SECTION("config value of the wrong type") {
     e8["config"] = {{"block_n", "128"}};
@@ -520,12 +523,9 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
   const FwdConfig c = parse_fwd_kernel_name("fa3_fwd_f16_d64_m192_n96_s3_w3_ov_pp_causal").value();
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
-        "\"producer_regs\":32,\"consumer_regs\":160,\"overlap\":true,\"double_p\":false,"
-        "\"pingpong\":true,\"persistent\":false,\"three_stage\":false,"
-        "\"b2_order\":false,\"conditional_rescale\":false,\"int_max\":false,\"cluster_m\":1,"
-        "\"exp_after_pv_wait\":false,\"ascending\":false,\"cross_tile\":false,"
-        "\"q_warp\":false,\"three_q_buffers\":false,\"q_warp_stores_o\":false,"
-        "\"dynamic_schedule\":false,\"q_in_registers\":false,\"evict_first_q_o\":false,\"evict_last_kv\":false,"
-        "\"half_blocks\":false,\"row_sum_mma\":false,"
-        "\"warp_specialized\":true,\"causal\":true}");
+        "\"producer_regs\":32,\"consumer_regs\":160,\"loop\":\"pipelined\","
+        "\"row_max\":\"exact\",\"exp_after_pv_wait\":false,\"ascending\":false,"
+        "\"half_blocks\":false,\"pingpong\":true,\"tiles\":\"per_cta\","
+        "\"dynamic_schedule\":false,\"q_in_registers\":false,\"evict_first_q_o\":false,"
+        "\"evict_last_kv\":false,\"cluster_m\":1,\"producer\":\"warpgroup\",\"causal\":true}");
 }

@@ -1,10 +1,10 @@
-// fa3-table: validate, show and query tuning tables (schema: docs/tuning_table.md) and list
-// the kernels compiled into libfa3. Needs no GPU and no driver.
+// fa3-table: validate, show and query tuning tables (schema: docs/tuning_table.md), list the
+// kernels compiled into libfa3 and explain kernel names from the registry of their tokens
+// (src/kernels/fwd_names.h). Needs no GPU and no driver.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -30,15 +30,21 @@ const char kUsage[] =
     "  validate FILE...     check each table against the schema and the kernels compiled\n"
     "                       into this library; prints 'FILE: ok' or the reason it is not\n"
     "  show [FILE]          the built-in table, or FILE, as a text table\n"
-    "  kernels              the kernels compiled into this library, with their configs\n"
+    "  kernels              the kernels compiled into this library, each with what every\n"
+    "                       part of its name means\n"
+    "  explain NAME         what each part of a forward kernel name means (compiled or\n"
+    "                       not), or why it is not a kernel name\n"
+    "  tokens [--markdown]  every name token: the option it sets, its value in a tuning\n"
+    "                       table's config, its meaning, whether it is lab-only (--markdown:\n"
+    "                       the table of docs/tuning_table.md)\n"
     "  select --dtype f16|bf16 --head-dim D [--causal] --seqlen-q N --seqlen-k N\n"
     "         [--table FILE]\n"
     "                       the kernel the built-in table (or FILE) picks for that\n"
     "                       forward problem\n"
     "  --help               this text\n"
     "\n"
-    "exit status: 0 success; 1 a table is invalid or has no entry for the problem;\n"
-    "2 bad usage\n";
+    "exit status: 0 success; 1 a table is invalid or has no entry for the problem, or\n"
+    "explain's NAME is not a kernel name; 2 bad usage\n";
 
 int usage_error(const std::string& sentence) {
   std::fprintf(stderr, "fa3-table: %s\nrun 'fa3-table --help' for usage\n", sentence.c_str());
@@ -50,21 +56,28 @@ int load_failed(const fa3::Error& e) {
   return kExitFailed;
 }
 
-// Rows of cells, left-aligned in columns two spaces apart.
-void print_columns(const std::vector<std::vector<std::string>>& rows) {
+// Rows of cells as lines, left-aligned in columns two spaces apart.
+std::vector<std::string> column_lines(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width;
   for (const auto& row : rows) {
     width.resize(std::max(width.size(), row.size()));
     for (size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
   }
+  std::vector<std::string> lines;
   for (const auto& row : rows) {
     std::string line;
     for (size_t i = 0; i < row.size(); ++i) {
       line += row[i];
       if (i + 1 < row.size()) line += std::string(width[i] - row[i].size() + 2, ' ');
     }
-    std::printf("%s\n", line.c_str());
+    line.erase(line.find_last_not_of(' ') + 1);  // an empty last cell leaves no padding
+    lines.push_back(line);
   }
+  return lines;
+}
+
+void print_columns(const std::vector<std::vector<std::string>>& rows) {
+  for (const std::string& line : column_lines(rows)) std::printf("%s\n", line.c_str());
 }
 
 // ---- validate ---------------------------------------------------------------------------
@@ -121,7 +134,20 @@ int show_table(const std::vector<std::string>& args) {
   return 0;
 }
 
-// ---- kernels ----------------------------------------------------------------------------
+// ---- kernels, explain, tokens ------------------------------------------------------------
+
+// One row per part of a name: its tokens, the value they set, the meaning, a lab-only mark.
+// Options at their default (spelled by nothing) only with `defaults`.
+std::vector<std::vector<std::string>> part_rows(const std::vector<fa3::NamePart>& parts,
+                                                bool defaults) {
+  std::vector<std::vector<std::string>> rows;
+  for (const fa3::NamePart& p : parts) {
+    if (p.tokens.empty() && !defaults) continue;
+    rows.push_back({"  " + (p.tokens.empty() ? std::string("(default)") : p.tokens),
+                    p.field + " = " + p.value, p.meaning, p.lab_only ? "lab only" : ""});
+  }
+  return rows;
+}
 
 int list_kernels(const std::vector<std::string>& args) {
   if (!args.empty()) return usage_error("kernels takes no arguments");
@@ -129,17 +155,61 @@ int list_kernels(const std::vector<std::string>& args) {
     std::printf("no kernels are compiled into this library\n");
     return 0;
   }
-  // Columns are the config fields a tuning table's "config" object holds. (Each json is
-  // named: a range-for over items() of a temporary would iterate a destroyed object.)
-  const nlohmann::ordered_json fields = fa3::fwd_config_json(fa3::FwdConfig{});
-  std::vector<std::string> header = {"kernel"};
-  for (const auto& field : fields.items()) header.push_back(field.key());
-  std::vector<std::vector<std::string>> rows = {header};
+  // The parts of every kernel in one set of columns, so that the kernels read as one table;
+  // each kernel's name on a line of its own above its parts.
+  std::vector<std::vector<std::string>> rows;
+  std::vector<size_t> first_row;
   for (const fa3::KernelInfo& k : fa3::compiled_kernels()) {
-    const nlohmann::ordered_json config = fa3::fwd_config_json(k.fwd);
-    std::vector<std::string> row = {k.name};
-    for (const auto& field : config.items()) row.push_back(field.value().dump());
-    rows.push_back(row);
+    first_row.push_back(rows.size());
+    for (std::vector<std::string>& row : part_rows(fa3::explain_fwd_kernel_name(k.name), false))
+      rows.push_back(std::move(row));
+  }
+  const std::vector<std::string> lines = column_lines(rows);
+  const std::vector<fa3::KernelInfo>& kernels = fa3::compiled_kernels();
+  for (size_t k = 0; k < kernels.size(); ++k) {
+    std::printf("%s\n", kernels[k].name.c_str());
+    const size_t end = k + 1 < kernels.size() ? first_row[k + 1] : lines.size();
+    for (size_t i = first_row[k]; i < end; ++i) std::printf("%s\n", lines[i].c_str());
+  }
+  return 0;
+}
+
+int explain_name(const std::vector<std::string>& args) {
+  if (args.size() != 1) return usage_error("explain takes one NAME");
+  const std::string& name = args[0];
+  std::string why;
+  if (!fa3::parse_fwd_kernel_name(name, &why)) {
+    std::fprintf(stderr, "%s is not a forward kernel name: %s\n", name.c_str(), why.c_str());
+    return kExitFailed;
+  }
+  std::printf("%s: %s\n", name.c_str(),
+              fa3::find_compiled_kernel(name) ? "compiled into this library"
+                                              : "a valid config, not compiled into this library");
+  print_columns(part_rows(fa3::explain_fwd_kernel_name(name), true));
+  return 0;
+}
+
+int list_tokens(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "--markdown") {
+    std::fputs(fa3::fwd_tokens_markdown().c_str(), stdout);
+    return 0;
+  }
+  if (!args.empty()) return usage_error("tokens takes only --markdown");
+  std::string grammar = "fa3_fwd_<f16|bf16>";
+  for (const fa3::FwdNumber& n : fa3::kFwdNumbers)
+    grammar += std::string("_") + n.prefix + "<" + n.key + ">";
+  std::printf("%s[_<option>...], the options in this order:\n\n", grammar.c_str());
+  std::vector<std::vector<std::string>> rows = {{"tokens", "config", "meaning", ""}};
+  for (const fa3::FwdOption& o : fa3::kFwdOptions) {
+    for (int i = 0; i < o.count; ++i) {
+      const fa3::FwdSpelling& s = o.spellings[i];
+      fa3::FwdConfig c;
+      fa3::set_fwd_field(c, o.field, s.value);
+      const bool is_default = i == 0;
+      rows.push_back({is_default ? "(default)" : s.tokens,
+                      std::string(o.key) + " = " + fa3::fwd_option_value_word(c, o), s.meaning,
+                      o.lab_only && !is_default ? "lab only" : ""});
+    }
   }
   print_columns(rows);
   return 0;
@@ -242,6 +312,8 @@ int main(int argc, char** argv) {
   if (command == "validate") return validate_files(args);
   if (command == "show") return show_table(args);
   if (command == "kernels") return list_kernels(args);
+  if (command == "explain") return explain_name(args);
+  if (command == "tokens") return list_tokens(args);
   if (command == "select") return select_kernel(args);
   return usage_error("unknown command '" + command + "'");
 }

@@ -69,6 +69,39 @@ std::vector<NamePart> explain_fwd_kernel_name(const std::string& name) {
   return parts;
 }
 
+std::string fwd_tokens_markdown() {
+  std::string grammar = "fa3_fwd_<dtype>";
+  for (const FwdNumber& n : kFwdNumbers) grammar += std::string("_") + n.prefix + "<" + n.key + ">";
+  std::string md =
+      "A forward kernel's name is its config: `" + grammar +
+      "[_<option>...]`. The options follow in the order of the second table, each at most "
+      "once, each spelled by the tokens of one of its values; the value spelled by no token is "
+      "the option's default, which the name leaves out.\n"
+      "\n"
+      "| part | field | meaning |\n"
+      "|---|---|---|\n"
+      "| `f16`, `bf16` | `dtype` | element type of Q, K, V and O |\n";
+  for (const FwdNumber& n : kFwdNumbers)
+    md += std::string("| `") + n.prefix + "<N>` | `" + n.key + "` | " + n.meaning + " |\n";
+  md += "\n"
+        "| tokens | `config` key | value | meaning | lab only |\n"
+        "|---|---|---|---|---|\n";
+  for (const FwdOption& o : kFwdOptions) {
+    for (int i = 0; i < o.count; ++i) {
+      const FwdSpelling& s = o.spellings[i];
+      const std::string value = o.kind == FwdFieldKind::Enum ? std::string("\"") + s.word + "\""
+                                : o.kind == FwdFieldKind::Int ? std::to_string(s.value)
+                                : s.value != 0                ? "true"
+                                                              : "false";
+      const bool is_default = i == 0;
+      md += "| " + (is_default ? std::string("(default)") : std::string("`_") + s.tokens + "`") +
+            " | `" + o.key + "` | `" + value + "` | " + s.meaning + " | " +
+            (o.lab_only && !is_default ? "yes" : "") + " |\n";
+    }
+  }
+  return md;
+}
+
 const std::vector<KernelInfo>& compiled_kernels() {
   static const std::vector<KernelInfo> kernels = [] {
     std::vector<KernelInfo> list;

@@ -55,6 +55,11 @@ std::string fwd_option_value_word(const FwdConfig& c, const FwdOption& o);
 
 const char* dtype_name(DType d);  // "f16" / "bf16"
 
+// The registry as markdown: the name's grammar, its numbers, and every option's spellings with
+// their `config` values, meanings and lab-only marks. docs/tuning_table.md embeds it and
+// `fa3-table tokens --markdown` prints it; a CPU test keeps the two equal.
+std::string fwd_tokens_markdown();
+
 // All kernels embedded in this library, in name order.
 const std::vector<KernelInfo>& compiled_kernels();
 const KernelInfo* find_compiled_kernel(const std::string& name);

@@ -229,20 +229,19 @@ CheckResult uniform_operands(const KernelReport& k) {
               "__shfl_sync from lane 0)"};
 }
 
-// Config::half_blocks: a block whose upper half is masked for a warpgroup is computed at half
-// width. The kernel must hold both half forms: a QK^T group whose HGMMAs are N = block_n/2
+// FwdConfig::half_blocks: a block whose upper half is masked for a warpgroup is computed at
+// half width. The kernel must hold both half forms: a QK^T group whose HGMMAs are N = block_n/2
 // wide (SS, or RS with _qr), and a PV group of block_n/32 RS HGMMAs (k-steps of 16 keys) of
-// the PV shape (N = head_dim, + 8 with _ls). Were the half path never compiled (the predicate
-// folded to false, say), the results would stay right and only the time would tell.
+// the PV shape (N = head_dim). Were the half path never compiled (the predicate folded to
+// false, say), the results would stay right and only the time would tell.
 CheckResult half_blocks(const KernelReport& k) {
   const CheckId id = CheckId::HalfBlocks;
   if (!k.traits.block_n || *k.traits.block_n % 32 != 0)
     return {id, false, "the name gives no block_n that halves into whole k-steps"};
   if (!k.traits.head_dim) return {id, false, "the name gives no head_dim"};
   const std::string half_shape = "64x" + std::to_string(*k.traits.block_n / 2) + "x16";
-  const std::string pv_shape =
-      "64x" + std::to_string(*k.traits.head_dim + (k.traits.row_sum_mma ? 8 : 0)) + "x16";
-  const std::string qk_operands = k.traits.q_in_registers ? "RS" : "SS";
+  const std::string pv_shape = "64x" + std::to_string(*k.traits.head_dim) + "x16";
+  const std::string qk_operands = k.traits.options.q_in_registers ? "RS" : "SS";
   const size_t half_steps = static_cast<size_t>(*k.traits.block_n / 32);
   size_t qk = 0, pv = 0;
   for (const WgmmaGroup& g : k.groups) {

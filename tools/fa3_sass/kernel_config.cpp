@@ -1,6 +1,8 @@
 #include "kernel_config.h"
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 namespace fa3::sass {
@@ -49,7 +51,7 @@ std::vector<std::string> split(const std::string& s, char sep) {
   }
 }
 
-// ---- name grammar: one table row per token kind, so a new token is one line ----------
+// ---- name grammar: directions and dtypes here, numbers and options from the registry --------
 
 // Directions built on wgmma, with a producer warpgroup (paper Algorithms 1 and 3).
 struct DirectionInfo {
@@ -62,53 +64,19 @@ const DirectionInfo kDirections[] = {
     {"bwd", true, true},
 };
 
+// The registry's dtypes (f16, bf16) and those of kernels it does not describe yet (fp8).
 struct DtypeInfo {
   const char* token;
   bool fp8;
 };
 const DtypeInfo kDtypes[] = {{"f16", false}, {"bf16", false}, {"e4m3", true}, {"e5m2", true}};
 
-struct NumberToken {
-  char prefix;
-  std::optional<int> KernelTraits::*field;
+// KernelTraits' numbers in the order of the registry's kFwdNumbers (d, m, n, s, w).
+std::optional<int> KernelTraits::* const kNumberFields[] = {
+    &KernelTraits::head_dim, &KernelTraits::block_m, &KernelTraits::block_n,
+    &KernelTraits::stages, &KernelTraits::consumer_warpgroups,
 };
-const NumberToken kNumbers[] = {
-    {'d', &KernelTraits::head_dim},
-    {'m', &KernelTraits::block_m},
-    {'n', &KernelTraits::block_n},
-    {'s', &KernelTraits::stages},
-    {'w', &KernelTraits::consumer_warpgroups},
-};
-
-struct FlagToken {
-  const char* token;
-  bool KernelTraits::*field;
-};
-const FlagToken kFlags[] = {
-    {"causal", &KernelTraits::causal},
-    {"ov", &KernelTraits::overlap},
-    {"ov3", &KernelTraits::three_stage},
-    {"p2", &KernelTraits::double_p},
-    {"b2", &KernelTraits::b2_order},
-    {"cr", &KernelTraits::conditional_rescale},
-    {"im", &KernelTraits::int_max},
-    {"ew", &KernelTraits::exp_after_pv_wait},
-    {"as", &KernelTraits::ascending},
-    {"hb", &KernelTraits::half_blocks},
-    {"ls", &KernelTraits::row_sum_mma},
-    {"pp", &KernelTraits::pingpong},
-    {"ps", &KernelTraits::persistent},
-    {"xt", &KernelTraits::cross_tile},
-    {"qw", &KernelTraits::q_warp},
-    {"q3", &KernelTraits::three_q_buffers},
-    {"os", &KernelTraits::q_warp_stores_o},
-    {"dy", &KernelTraits::dynamic_schedule},
-    {"qr", &KernelTraits::q_in_registers},
-    {"ef", &KernelTraits::evict_first_q_o},
-    {"el", &KernelTraits::evict_last_kv},
-    {"c2", &KernelTraits::cluster},
-    {"nows", &KernelTraits::no_warp_specialization},
-};
+static_assert(std::size(kNumberFields) == kFwdNumberCount);
 
 std::optional<int> number_after(const std::string& token, char prefix) {
   if (token.size() < 2 || token.size() > 6 || token[0] != prefix) return std::nullopt;
@@ -120,7 +88,7 @@ std::optional<int> number_after(const std::string& token, char prefix) {
   return value;
 }
 
-bool apply_token(KernelTraits& t, const std::string& token) {
+bool apply_dtype_or_number(KernelTraits& t, const std::string& token) {
   for (const DtypeInfo& d : kDtypes) {
     if (token == d.token && t.dtype.empty()) {
       t.dtype = token;
@@ -128,19 +96,52 @@ bool apply_token(KernelTraits& t, const std::string& token) {
       return true;
     }
   }
-  for (const NumberToken& n : kNumbers) {
-    if (auto value = number_after(token, n.prefix); value && !(t.*n.field)) {
-      t.*n.field = value;
-      return true;
-    }
-  }
-  for (const FlagToken& f : kFlags) {
-    if (token == f.token) {
-      t.*f.field = true;
+  for (int i = 0; i < kFwdNumberCount; ++i) {
+    std::optional<int>& field = t.*kNumberFields[i];
+    if (auto value = number_after(token, kFwdNumbers[i].prefix); value && !field) {
+      field = value;
       return true;
     }
   }
   return false;
+}
+
+// The registry's longest spelling that tokens[at..] begins with, set into `options`; how
+// many tokens it took (0: none begins there).
+size_t apply_option(FwdConfig& options, const std::vector<std::string>& tokens, size_t at) {
+  const FwdOption* best_option = nullptr;
+  const FwdSpelling* best = nullptr;
+  size_t best_length = 0;
+  for (const FwdOption& o : kFwdOptions) {
+    for (int i = 1; i < o.count; ++i) {  // spelling 0, the default, has no tokens
+      const std::vector<std::string> spelled = split(o.spellings[i].tokens, '_');
+      if (spelled.size() <= best_length || at + spelled.size() > tokens.size() ||
+          !std::equal(spelled.begin(), spelled.end(), tokens.begin() + at))
+        continue;
+      best_option = &o;
+      best = &o.spellings[i];
+      best_length = spelled.size();
+    }
+  }
+  if (best != nullptr) set_fwd_field(options, best_option->field, best->value);
+  return best_length;
+}
+
+// "loop=pipelined", "pingpong", "cluster_m=2": an option's value in the words of a tuning
+// table's config (a flag, when it is on, by its key alone).
+std::string option_text(const FwdConfig& c, const FwdOption& o) {
+  const FwdSpelling* spelling = fwd_spelling_of(c, o);
+  if (o.kind == FwdFieldKind::Bool) return o.key;
+  const std::string value = o.kind == FwdFieldKind::Enum && spelling != nullptr
+                                ? spelling->word
+                                : std::to_string(fwd_field_value(c, o.field));
+  return std::string(o.key) + "=" + value;
+}
+
+const FwdOption& loop_option() {
+  for (const FwdOption& o : kFwdOptions)
+    if (o.field == FwdField::Loop) return o;
+  return kFwdOptions[0];
 }
 
 }  // namespace
@@ -175,28 +176,49 @@ KernelTraits traits_from_name(const std::string& kernel_name) {
       t.warp_specialized = d.warp_specialized;
     }
   }
-  for (size_t i = 2; i < tokens.size(); ++i)
-    if (!apply_token(t, tokens[i])) t.unknown_tokens.push_back(tokens[i]);
+  const FwdNameParse parsed = parse_fwd_name(kernel_name.c_str());
+  if (parsed.ok) {
+    const FwdConfig& c = parsed.config;
+    t.dtype = c.dtype == DType::F16 ? "f16" : "bf16";
+    t.head_dim = c.head_dim;
+    t.block_m = c.block_m;
+    t.block_n = c.block_n;
+    t.stages = c.stages;
+    t.consumer_warpgroups = c.consumer_warpgroups;
+    t.options = c;
+    return t;
+  }
+  for (size_t i = 2; i < tokens.size();) {
+    if (apply_dtype_or_number(t, tokens[i])) {
+      ++i;
+    } else if (const size_t taken = apply_option(t.options, tokens, i)) {
+      i += taken;
+    } else {
+      t.unknown_tokens.push_back(tokens[i++]);
+    }
+  }
   return t;
 }
 
 std::vector<CheckId> checks_for(const KernelTraits& t) {
   // Rules, not a table of names: a kernel gets every check its traits call for.
+  const FwdConfig& o = t.options;
   const std::vector<std::pair<CheckId, bool>> rules = {
       {CheckId::NoSpills, true},
-      {CheckId::SetMaxReg, t.warp_specialized && !t.no_warp_specialization},
+      {CheckId::SetMaxReg, t.warp_specialized && o.warp_specialized()},
+      // Without a producer warpgroup a consumer thread still loads with TMA.
       {CheckId::TmaLoads, t.warp_specialized},
       {CheckId::WgmmaUsed, t.matrix_kernel},
       // A kernel we know nothing about may still use wgmma; serialization is never wanted.
       {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
       {CheckId::UniformOperands, t.matrix_kernel},
       {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
-      // The B.2 layout for the kernels built in B.2's order; the overlap itself for the other
-      // pipelined forms (Algorithm 2 as written, two P buffers, Algorithm 4).
-      {CheckId::TwoStagePipeline, t.matrix_kernel && t.overlap && t.b2_order},
-      {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && (t.overlap || t.three_stage) && !t.b2_order},
-      {CheckId::TmaMulticast, t.cluster},
-      {CheckId::HalfBlocks, t.matrix_kernel && t.half_blocks},
+      // The B.2 layout for the loop built in B.2's order; the overlap itself for the other
+      // pipelined loops (Algorithm 2 as written, two P buffers, Algorithm 4).
+      {CheckId::TwoStagePipeline, t.matrix_kernel && o.b2_order()},
+      {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && o.overlap() && !o.b2_order()},
+      {CheckId::TmaMulticast, o.cluster_m > 1},
+      {CheckId::HalfBlocks, t.matrix_kernel && o.half_blocks},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)
@@ -208,33 +230,12 @@ std::string describe(const KernelTraits& t) {
   if (!t.fa3_name) return "not an fa3 kernel name: generic checks only";
   std::string s = t.direction;
   if (!t.dtype.empty()) s += " " + t.dtype;
-  const std::pair<char, std::optional<int>> numbers[] = {
-      {'d', t.head_dim}, {'m', t.block_m}, {'n', t.block_n}, {'s', t.stages}, {'w', t.consumer_warpgroups}};
-  for (const auto& [prefix, value] : numbers)
-    if (value) s += std::string(" ") + prefix + std::to_string(*value);
-  if (t.causal) s += ", causal";
-  if (t.overlap) s += ", 2-stage overlap";
-  if (t.three_stage) s += ", 3-stage overlap";
-  if (t.double_p) s += ", two P buffers";
-  if (t.b2_order) s += ", B.2 order";
-  if (t.conditional_rescale) s += ", conditional O rescale";
-  if (t.int_max) s += ", row max by integer max";
-  if (t.exp_after_pv_wait) s += ", exponentials after the PV wait";
-  if (t.ascending) s += ", ascending key blocks";
-  if (t.pingpong) s += ", pingpong";
-  if (t.persistent) s += ", persistent";
-  if (t.cross_tile) s += ", cross-tile pipelining";
-  if (t.q_warp) s += ", Q warp";
-  if (t.three_q_buffers) s += ", three Q buffers";
-  if (t.q_warp_stores_o) s += ", O stored by the Q warp";
-  if (t.dynamic_schedule) s += ", tiles from a counter";
-  if (t.q_in_registers) s += ", QK^T with Q from registers";
-  if (t.evict_first_q_o) s += ", Q and O evict-first in L2";
-  if (t.evict_last_kv) s += ", K and V evict-last in L2";
-  if (t.half_blocks) s += ", half-width masked blocks";
-  if (t.row_sum_mma) s += ", row sums by the PV GEMM";
-  if (t.cluster) s += ", 2-CTA cluster";
-  if (t.no_warp_specialization) s += ", no warp specialization";
+  for (int i = 0; i < kFwdNumberCount; ++i)
+    if (const std::optional<int>& value = t.*kNumberFields[i])
+      s += std::string(" ") + kFwdNumbers[i].prefix + std::to_string(*value);
+  for (const FwdOption& o : kFwdOptions)
+    if (fwd_field_value(t.options, o.field) != o.spellings[0].value)
+      s += ", " + option_text(t.options, o);
   if (!t.unknown_tokens.empty()) {
     s += ", unknown tokens:";
     for (const std::string& u : t.unknown_tokens) s += " " + u;
@@ -268,28 +269,27 @@ std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const s
     if (!entry.contains("config") || !entry["config"].is_object()) continue;
     const nlohmann::json& config = entry["config"];
     // Several entries may name one kernel; any entry that turns a feature on wins.
-    auto read = [&](const char* key, std::optional<bool>& into) {
-      if (config.contains(key) && config[key].is_boolean()) into = (into && *into) || config[key].get<bool>();
-    };
-    read("overlap", f.overlap);
-    read("pingpong", f.pingpong);
-    read("b2_order", f.b2_order);
-    read("three_stage", f.three_stage);
+    if (config.contains("loop") && config["loop"].is_string()) {
+      const FwdOption& loop = loop_option();
+      for (int i = 0; i < loop.count; ++i)
+        if (config["loop"] == loop.spellings[i].word && (!f.loop || *f.loop == fa3::Loop::Sequential))
+          f.loop = static_cast<fa3::Loop>(loop.spellings[i].value);
+    }
+    if (config.contains("pingpong") && config["pingpong"].is_boolean())
+      f.pingpong = (f.pingpong && *f.pingpong) || config["pingpong"].get<bool>();
   }
   return flags;
 }
 
 void apply_table_flags(KernelTraits& t, const TableFlags& flags) {
-  auto apply = [&](const std::optional<bool>& on, bool KernelTraits::*field, const char* what) {
-    if (on && *on && !(t.*field)) {
-      t.*field = true;
-      t.notes.push_back(std::string(what) + " from the tuning table");
-    }
-  };
-  apply(flags.overlap, &KernelTraits::overlap, "overlap");
-  apply(flags.b2_order, &KernelTraits::b2_order, "B.2 order");
-  apply(flags.three_stage, &KernelTraits::three_stage, "3-stage");
-  apply(flags.pingpong, &KernelTraits::pingpong, "pingpong");
+  if (flags.loop && *flags.loop != fa3::Loop::Sequential && t.options.loop == fa3::Loop::Sequential) {
+    t.options.loop = *flags.loop;
+    t.notes.push_back(option_text(t.options, loop_option()) + " from the tuning table");
+  }
+  if (flags.pingpong && *flags.pingpong && !t.options.pingpong) {
+    t.options.pingpong = true;
+    t.notes.push_back("pingpong from the tuning table");
+  }
 }
 
 }  // namespace fa3::sass

@@ -1,13 +1,16 @@
 // Which checks a kernel must pass, from what its name (and optionally the tuning table)
-// says about its config. Kernel names: fa3_<direction>_<dtype>_d<hdim>_m<bm>_n<bn>_s<stages>
-// _w<consumer warpgroups>[_causal][_ov][_pp] (src/runtime/kernel_registry.h); tokens this
-// tool does not know are kept and reported, never an error.
+// says about its config. Names: fa3_<direction>_<dtype>_d<hdim>_m<bm>_n<bn>_s<stages>
+// _w<consumer warpgroups>[_<option>...]; the options are read with the forward kernels' token
+// registry (src/kernels/fwd_names.h, header-only: this tool never links libfa3). Tokens it
+// does not know are kept and reported, never an error.
 #pragma once
 
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "kernels/fwd_names.h"
 
 namespace fa3::sass {
 
@@ -35,31 +38,14 @@ struct KernelTraits {
   std::string direction;  // "fwd", "bwd", ...
   std::string dtype;      // "f16", "bf16", "e4m3", ... ("" when the name has none)
   std::optional<int> head_dim, block_m, block_n, stages, consumer_warpgroups;
-  bool causal = false;
-  bool overlap = false;           // intra-warpgroup 2-stage GEMM-softmax pipelining (paper 3.2)
-  bool pingpong = false;          // inter-warpgroup pingpong scheduling (paper 3.1)
-  bool three_stage = false;       // _ov3: 3-stage pipelining (paper Algorithm 4), not B.2's
-  bool double_p = false;          // _p2: two P register buffers
-  bool b2_order = false;          // _b2: the 2-stage loop in the order of B.2's SASS
-  bool conditional_rescale = false;  // _cr: lazy row max, O rescaled only when it grows
-  bool int_max = false;              // _im: the row max by a 3-input integer max
-  bool exp_after_pv_wait = false;  // _ew: a step's exponentials after its PV-GEMM wait
-  bool ascending = false;         // _as: key blocks visited first to last
-  bool persistent = false;        // _ps: persistent grid
-  bool cross_tile = false;        // _xt: a tile's last PV and epilogue overlap the next tile
-  bool q_warp = false;            // _qw: Q loaded by a producer warp of its own
-  bool three_q_buffers = false;   // _q3: three Q buffers, each released a tile after its store
-  bool q_warp_stores_o = false;   // _os: the Q warp stores O
-  bool dynamic_schedule = false;  // _dy: non-causal tiles handed out through a counter
-  bool q_in_registers = false;    // _qr: QK^T with Q from registers (RS-wgmma)
-  bool evict_first_q_o = false;   // _ef: Q loads and O stores evict-first in L2
-  bool evict_last_kv = false;     // _el: K and V loads evict-last in L2
-  bool half_blocks = false;       // _hb: upper-half-masked blocks at half width
-  bool row_sum_mma = false;       // _ls: the PV GEMM 8 columns wider, for the row sums
-  bool cluster = false;           // _c2: 2-CTA clusters, K/V loaded by TMA multicast
-  bool no_warp_specialization = false;  // _nows: no producer warpgroup, no setmaxnreg
+  // The option fields of the name (loop, row_max, tiles, pingpong, causal, ...), the others at
+  // their defaults; its numbers and dtype are the fields above. A name parse_fwd_name accepts
+  // gives its whole config; any other gives what its tokens the registry knows spell, in any
+  // order (fixture names with extra tokens, fp8 and backward names).
+  FwdConfig options;
   bool matrix_kernel = false;     // attention forward/backward: built on wgmma
-  bool warp_specialized = false;  // producer warpgroup + setmaxnreg
+  bool warp_specialized = false;  // the direction has a producer warpgroup (options.producer
+                                  // may still take it away: _nows)
   bool fp8 = false;
   std::vector<std::string> unknown_tokens;
   std::vector<std::string> notes;  // where a trait came from when not from the name
@@ -67,16 +53,19 @@ struct KernelTraits {
 
 KernelTraits traits_from_name(const std::string& kernel_name);
 std::vector<CheckId> checks_for(const KernelTraits& traits);
-// "bf16 d128 m128 n128 s2 w2, causal, overlap" (or "not an fa3 kernel name").
+// "fwd bf16 d128 m128 n128 s2 w2, loop=pipelined, pingpong, causal" (or "not an fa3 kernel
+// name").
 std::string describe(const KernelTraits& traits);
 
-// The pipelining flags a tuning table gives a kernel in its entries' "config" objects.
+// The pipelining a tuning table gives a kernel in its entries' "config" objects.
 struct TableFlags {
-  std::optional<bool> overlap, pingpong, b2_order, three_stage;
+  std::optional<fa3::Loop> loop;  // (fa3::sass::Loop is a loop of SASS)
+  std::optional<bool> pingpong;
 };
-// Reads {"entries": [{"kernel": NAME, "config": {"overlap": b, "pingpong": b, ...}}, ...]};
-// other keys are ignored (the runtime validates the schema, not this tool). On failure
-// returns nullopt and sets error to a sentence.
+// Reads {"entries": [{"kernel": NAME, "config": {"loop": WORD, "pingpong": b, ...}}, ...]}
+// (WORD: a loop value's word in src/kernels/fwd_names.h, e.g. "pipelined"); other keys are
+// ignored (the runtime validates the schema, not this tool). On failure returns nullopt and
+// sets error to a sentence.
 std::optional<std::map<std::string, TableFlags>> read_tuning_table_flags(const std::string& path,
                                                                          std::string& error);
 void apply_table_flags(KernelTraits& traits, const TableFlags& flags);

@@ -176,6 +176,20 @@ using Json = nlohmann::ordered_json;
 Json optional_int(const std::optional<int>& v) { return v ? Json(*v) : Json(nullptr); }
 Json optional_int(const std::optional<size_t>& v) { return v ? Json(*v) : Json(nullptr); }
 
+// Every option of the forward registry (src/kernels/fwd_names.h), typed as a tuning table's
+// "config" object types it: enums by their word, flags as booleans, cluster_m as a number.
+Json options_json(const FwdConfig& c) {
+  Json j = Json::object();
+  for (const FwdOption& o : kFwdOptions) {
+    const int v = fwd_field_value(c, o.field);
+    const FwdSpelling* spelling = fwd_spelling_of(c, o);
+    if (o.kind == FwdFieldKind::Bool) j[o.key] = v != 0;
+    else if (o.kind == FwdFieldKind::Enum && spelling != nullptr) j[o.key] = spelling->word;
+    else j[o.key] = v;
+  }
+  return j;
+}
+
 Json config_json(const KernelTraits& t) {
   return Json{{"fa3_name", t.fa3_name},
               {"direction", t.direction},
@@ -185,11 +199,12 @@ Json config_json(const KernelTraits& t) {
               {"block_n", optional_int(t.block_n)},
               {"stages", optional_int(t.stages)},
               {"consumer_warpgroups", optional_int(t.consumer_warpgroups)},
-              {"causal", t.causal},
-              {"overlap", t.overlap},
-              {"pingpong", t.pingpong},
-              {"warp_specialized", t.warp_specialized},
+              {"causal", t.options.causal},
+              {"overlap", t.options.overlap()},
+              {"pingpong", t.options.pingpong},
+              {"warp_specialized", t.warp_specialized && t.options.warp_specialized()},
               {"fp8", t.fp8},
+              {"options", options_json(t.options)},
               {"unknown_tokens", t.unknown_tokens},
               {"notes", t.notes}};
 }
