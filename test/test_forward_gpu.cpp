@@ -518,7 +518,20 @@ TEST_CASE("the dynamic tile scheduler: back-to-back launches and concurrent stre
   // Causal persistent kernels draw tiles from a per-stream counter that every launch leaves
   // at 0. Launches queued back to back in one stream, and in three streams at once, must all
   // compute every tile: each output must be bitwise the one of a lone launch.
-  const char* kernel = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_causal";
+  // A compiled bf16 d128 causal kernel that draws its tiles (any build has one: the table
+  // picks them for causal d128).
+  std::string kernel_name;
+  for (const std::string& name : forward_kernels_to_test()) {
+    const fa3::FwdConfig config = config_of(name);
+    if (config.dtype == fa3::DType::BF16 && config.head_dim == 128 && config.causal &&
+        config.draws_tiles()) {
+      kernel_name = name;
+      break;
+    }
+  }
+  REQUIRE(!kernel_name.empty());
+  INFO(kernel_name);
+  const char* kernel = kernel_name.c_str();
   const int64_t B = 2, S = 1500, H = 16, D = 128;  // 2 x 16 x 12 = 384 tiles > SMs
   std::mt19937_64 rng(2024);
   const size_t n = static_cast<size_t>(B * S * H * D);
