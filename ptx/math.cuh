@@ -1,4 +1,5 @@
-// Arithmetic the softmax needs, as single PTX instructions.
+// Arithmetic and conversions of the softmax and of the P operand, as single PTX instructions
+// (or a fixed idiom of two or three).
 #pragma once
 
 #include <stdint.h>
@@ -41,6 +42,33 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return r;
 }
 
+// Packs four floats into four e4m3 bytes (byte i from b_i), rounded to nearest even and
+// saturated to +-448 (.satfinite: e4m3 has no infinity, and P~ or a scaled input beyond the
+// range must not become NaN). A fixed 3-instruction idiom: cvt.rn.satfinite.e4m3x2.f32 puts
+// its FIRST source in the UPPER byte (PTX ISA, Conversion: cvt), hence the swapped operands; the
+// two 16-bit halves are then joined with one mov.
+__device__ __forceinline__ uint32_t pack_e4m3x4(float b0, float b1, float b2, float b3) {
+  uint32_t r;
+  asm("{\n.reg .b16 lo, hi;\n"
+      "cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1;\n"
+      "cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3;\n"
+      "mov.b32 %0, {lo, hi};\n}\n"
+      : "=r"(r)
+      : "f"(b0), "f"(b1), "f"(b2), "f"(b3));
+  return r;
+}
+
+// Byte permute (PTX ISA, Data Movement: prmt.b32): byte i of the result is byte s_i of the 8-byte
+// value {b, a} (a = bytes 0-3, b = bytes 4-7), s_i the i-th hex digit of Selector from the
+// right. 0x5410 joins the low halves of a and b; 0x6420 / 0x7531 interleave the even / odd
+// bytes of a and b (the FP8 V transpose).
+template <uint32_t Selector>
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(r) : "r"(a), "r"(b), "n"(Selector));
+  return r;
+}
+
 // Generic -> shared-window address (what descriptors, TMA and mbarriers take).
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -68,6 +96,11 @@ __device__ __forceinline__ void st_shared_v4_u32(uint32_t addr, uint4 v) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y),
                "r"(v.z), "r"(v.w)
                : "memory");
+}
+
+// Two 32-bit words to shared memory (8-byte aligned address), in one store.
+__device__ __forceinline__ void st_shared_v2_u32(uint32_t addr, uint32_t x, uint32_t y) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %2};\n" ::"r"(addr), "r"(x), "r"(y) : "memory");
 }
 
 // 32-bit store to shared memory by shared-window address.

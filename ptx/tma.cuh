@@ -92,6 +92,20 @@ __device__ __forceinline__ void tma_store_4d_hinted(const void* map, uint32_t sr
       : "memory");
 }
 
+// Reduce-adds a 4-D box of fp32 from shared memory into the tensor (dst = dst + src, element
+// by element, each add atomic in L2); parts of the box outside the tensor are skipped, so a
+// tail block needs no padded destination. The shared-memory box has the map's layout (its
+// swizzle included), like a store's. One thread issues it; bulk_group completion.
+// (PTX ISA, Data Movement: cp.reduce.async.bulk.tensor.)
+__device__ __forceinline__ void tma_reduce_add_4d(const void* map, uint32_t src, int32_t c0,
+                                                  int32_t c1, int32_t c2, int32_t c3) {
+  asm volatile(
+      "cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group"
+      " [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(reinterpret_cast<uint64_t>(map)),
+      "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+
 __device__ __forceinline__ void bulk_commit_group() {
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
@@ -101,6 +115,14 @@ __device__ __forceinline__ void bulk_commit_group() {
 template <int N>
 __device__ __forceinline__ void bulk_wait_group_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// Waits until at most N bulk groups are pending at all: their global writes (or reduce-adds)
+// are then performed and visible to this thread, so a release that follows (semaphore.cuh)
+// publishes them. The .read form above only frees the shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_group() {
+  asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
 // Orders this thread's ordinary shared-memory writes before later async-proxy accesses

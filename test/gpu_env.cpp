@@ -1,6 +1,8 @@
 #include "gpu_env.h"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <stdexcept>
 
 #include "support/half.h"
@@ -80,6 +82,46 @@ std::vector<uint16_t> random_16bit(size_t n, bool is_bf16, std::mt19937_64& rng,
   for (size_t i = 0; i < n; ++i) {
     bits[i] = to_16bit(dist(rng), is_bf16);
     if (values) (*values)[i] = from_16bit(bits[i], is_bf16);
+  }
+  return bits;
+}
+
+float e4m3_to_float(uint8_t bits) {
+  const int exponent = (bits >> 3) & 15, mantissa = bits & 7;
+  if (exponent == 15 && mantissa == 7) return std::numeric_limits<float>::quiet_NaN();
+  const float magnitude = exponent == 0 ? std::ldexp(static_cast<float>(mantissa), -9)
+                                        : std::ldexp(1.0f + mantissa / 8.0f, exponent - 7);
+  return (bits & 0x80) ? -magnitude : magnitude;
+}
+
+uint8_t float_to_e4m3(float x) {
+  if (std::isnan(x)) return 0x7f;
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  const float a = std::fabs(x);
+  if (a >= 448.0f) return sign | 0x7e;
+  // The nearest of the 127 non-negative finite codes (their values increase with the code),
+  // ties to the even code: brute force, plain to check against the PTX ISA's words.
+  static const std::vector<float> values = [] {
+    std::vector<float> v(0x7f);
+    for (int code = 0; code < 0x7f; ++code) v[code] = e4m3_to_float(static_cast<uint8_t>(code));
+    return v;
+  }();
+  int best = 0;
+  for (int code = 1; code < 0x7f; ++code) {
+    const float d_best = std::fabs(values[best] - a), d = std::fabs(values[code] - a);
+    if (d < d_best || (d == d_best && code % 2 == 0)) best = code;
+  }
+  return static_cast<uint8_t>(sign | best);
+}
+
+std::vector<uint8_t> random_e4m3(size_t n, std::mt19937_64& rng, std::vector<float>* values,
+                                 float stddev) {
+  std::normal_distribution<float> dist(0.0f, stddev);
+  std::vector<uint8_t> bits(n);
+  if (values) values->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    bits[i] = float_to_e4m3(dist(rng));
+    if (values) (*values)[i] = e4m3_to_float(bits[i]);
   }
   return bits;
 }

@@ -48,4 +48,15 @@ void cuda_check(cudaError_t e, const char* what);
 std::vector<uint16_t> random_16bit(size_t n, bool is_bf16, std::mt19937_64& rng,
                                    std::vector<float>* values, float stddev = 1.0f);
 
+// e4m3 (FP8: 1 sign, 4 exponent bits with bias 7, 3 mantissa bits; no infinities, 0x7f and
+// 0xff are NaN, the largest finite value is 448) on the host.
+float e4m3_to_float(uint8_t bits);
+// Rounds to the nearest e4m3 value (ties to the even code) and saturates to +-448: what
+// cvt.rn.satfinite.e4m3x2.f32 does.
+uint8_t float_to_e4m3(float x);
+inline float round_to_e4m3(float x) { return e4m3_to_float(float_to_e4m3(x)); }
+// Normal(0, stddev) values rounded to e4m3; returns the bytes and (in *values) their values.
+std::vector<uint8_t> random_e4m3(size_t n, std::mt19937_64& rng, std::vector<float>* values,
+                                 float stddev = 1.0f);
+
 }  // namespace fa3test

@@ -5,12 +5,27 @@
 //   v[4i+2], v[4i+3]   at row 16w + l/4 + 8, same cols
 // So each thread holds parts of exactly two rows ("half" 0 and 1), and a row is spread over
 // the 4 lanes of a quad.
+//
+// The A operand of an RS wgmma, per thread 4 b32 registers per k-step (PTX ISA 9.7.15.5.1,
+// register fragments), with r = 16w + l/4 and q = l % 4:
+//   16-bit (k16): a[r'] holds rows r + 8 (r' % 2), k = 8 (r' / 2) + 2q + {0, 1}
+//   e4m3 (k32):   a[r'] holds rows r + 8 (r' % 2), k = 16 (r' / 2) + 4q + {0, 1, 2, 3}
+// For 16-bit types two consecutive 8-column accumulator groups, converted, ARE the A operand
+// of one k16 step. For e4m3 they are not: a thread holds columns 2q, 2q+1, 8+2q, 9+2q of each
+// 16 where the A operand wants 4q..4q+3. FA3 (paper 3.3, Fig. 3/4) keeps the registers in
+// place and permutes K instead: position 4q + j of each 16 k's of the A operand gets the
+// accumulator's column 2q + (j % 2) + 8 (j / 2) - bytes d0 d1 d4 d5 | d2 d3 d6 d7 of each
+// 8 accumulator values; "columns 0 1 8 9 now become the first four" - and the B operand's K
+// (V's keys) gets the same permutation (Fp8KOrder; the V transpose of smem_copy.cuh writes it),
+// so no value changes thread.
 #pragma once
 
 #include <stdint.h>
 
 #include "ptx/math.cuh"
 #include "ptx/wgmma.cuh"
+#include "tile/element.cuh"
+#include "tile/fragment_order.h"
 
 namespace fa3::tile {
 
@@ -40,6 +55,16 @@ __device__ __forceinline__ void pin_registers(float (&acc)[N]) {
   for (int e = 0; e < N; ++e) ptx::pin_register(acc[e]);
 }
 
+// The A operands of an RS GEMM with a 64 x K A of Elem: K / k-steps of 4 registers each.
+// Typed, so that a P converted for one GEMM type cannot be fed to another.
+template <class Elem, int K>
+struct AOperands {
+  static_assert(Elem::kIsMmaInput, "A operands are f16, bf16 or e4m3");
+  static constexpr int kSteps = K / ptx::wgmma_k(Elem::kMma);
+  static_assert(kSteps * ptx::wgmma_k(Elem::kMma) == K, "K is whole wgmma k-steps");
+  uint32_t reg[kSteps][4];
+};
+
 // Converts a 64 x N fp32 accumulator into the A operands of N/16 RS wgmmas (k16 steps).
 // For 16-bit types two consecutive 8-column groups ARE the A fragment of one k16 step:
 // a[kk] = {(row, c..c+1), (row+8, c..c+1), (row, c+8..c+9), (row+8, c+8..c+9)}.
@@ -53,6 +78,28 @@ __device__ __forceinline__ void acc_to_a_operands(const float (&acc)[N / 2],
       const float lo = acc[8 * kk + 2 * r], hi = acc[8 * kk + 2 * r + 1];
       a[kk][r] = IsBF16 ? ptx::pack_bf16x2(lo, hi) : ptx::pack_f16x2(lo, hi);
     }
+  }
+}
+
+// Converts a 64 x K fp32 accumulator (P, dS) into the A operands of a GEMM of Elem: for
+// f16 / bf16 as acc_to_a_operands; for e4m3 (k32) register r of step kk packs accumulator
+// values b, b+1, b+4, b+5 with b = 16 kk + 8 (r / 2) + 2 (r % 2): the K order of Fp8KOrder.
+template <class Elem, int K>
+__device__ __forceinline__ void acc_to_a(const float (&acc)[K / 2], AOperands<Elem, K>& a) {
+  if constexpr (Elem::kBytes == 2) {
+#pragma unroll
+    for (int kk = 0; kk < K / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        a.reg[kk][r] = Elem::pack2(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
+  } else {
+#pragma unroll
+    for (int kk = 0; kk < K / 32; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int b = 16 * kk + 8 * (r / 2) + 2 * (r % 2);
+        a.reg[kk][r] = Elem::pack4(acc[b], acc[b + 1], acc[b + 4], acc[b + 5]);
+      }
   }
 }
 

@@ -1,13 +1,21 @@
-// Warpgroup GEMMs of the attention mainloop, each one wgmma group (fence, k16 steps, commit).
-// The caller waits (ptx::wgmma_wait_group) and pins the accumulators afterwards.
+// Warpgroup GEMMs of the attention kernels, each one wgmma group (fence, k-steps, commit),
+// executed by a whole warpgroup. The caller waits (ptx::wgmma_wait_group) and pins the
+// accumulators afterwards. Names say which operands are transposed: "abt" = A B^T with both
+// tiles K-major, "ab" = A B with B MN-major, "atb" = A^T B with both tiles' rows along K.
+// A k-step is 32 bytes of K: k16 of f16/bf16, k32 of e4m3 (SmemTile::kKSteps).
 #pragma once
 
 #include <stdint.h>
 
 #include "ptx/wgmma.cuh"
+#include "tile/element.cuh"
 #include "tile/fragment.cuh"
 
 namespace fa3::tile {
+
+// Whether a GEMM overwrites its accumulator (D = A B, the first block) or adds to it
+// (D += A B): the scale-d of its first k-step.
+enum class Accumulate : uint32_t { No = 0, Yes = 1 };
 
 // acc (64 x N) = A (64 x K) * B^T, with A = rows [a_row0, +64) of tile ATile and B = the first
 // N rows of tile BTile, both K-major in shared memory (S = Q K^T: K is the head dimension).
@@ -16,10 +24,12 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
                                             uint32_t b_base) {
   static_assert(ATile::kCols == BTile::kCols, "A and B share the K extent");
   static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
+  static_assert(feeds_mma<typename ATile::Element>(T) && feeds_mma<typename BTile::Element>(T),
+                "the tiles' element type is the GEMM's");
   pin_registers(acc);
   ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < ATile::kCols / 16; ++kk)
+  for (int kk = 0; kk < ATile::kKSteps; ++kk)
     ptx::Wgmma<T, N>::template ss<0>(acc, ATile::kmajor_desc(a_base, a_row0, kk),
                                      BTile::kmajor_desc(b_base, 0, kk), kk > 0 ? 1u : 0u);
   ptx::wgmma_commit_group();
@@ -36,20 +46,43 @@ __device__ __forceinline__ void pin_a_operands(uint32_t (&a)[AllSteps][4]) {
     for (int r = 0; r < 4; ++r) ptx::pin_register(a[kk][r]);
 }
 
-// acc (64 x N) = A (64 x K) * B^T, with A in registers (K/16 fragments, load_a_operands) and
-// B the first N rows of tile BTile, K-major in shared memory (S = Q K^T with Q in registers).
+// acc (64 x N) = A (64 x K) * B^T, with A in registers (one fragment per k-step,
+// load_a_operands) and B the first N rows of tile BTile, K-major in shared memory (S = Q K^T
+// with Q in registers; the FP8 O += P V with B = V^T, from AOperands below).
 template <ptx::MmaType T, int N, class BTile, int K>
-__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], uint32_t (&a)[K / 16][4],
+__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2],
+                                            uint32_t (&a)[K / ptx::wgmma_k(T)][4],
                                             uint32_t b_base) {
   static_assert(BTile::kCols == K, "A and B share the K extent");
   static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
+  static_assert(feeds_mma<typename BTile::Element>(T), "B's element type is the GEMM's");
   pin_registers(acc);
-  pin_a_operands<K / 16>(a);
+  pin_a_operands<K / ptx::wgmma_k(T)>(a);
   ptx::wgmma_fence();
 #pragma unroll
-  for (int kk = 0; kk < K / 16; ++kk)
+  for (int kk = 0; kk < K / ptx::wgmma_k(T); ++kk)
     ptx::Wgmma<T, N>::template rs<0>(acc, a[kk], BTile::kmajor_desc(b_base, 0, kk),
                                      kk > 0 ? 1u : 0u);
+  ptx::wgmma_commit_group();
+}
+
+// gemm_rs_abt with typed A operands (acc_to_a, warpgroup_load_a_operands), the type taken
+// from them; `accumulate` adds to acc (the FP8 O += P V) instead of overwriting it.
+template <int N, class BTile, class Elem, int K>
+__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], AOperands<Elem, K>& a,
+                                            uint32_t b_base,
+                                            Accumulate accumulate = Accumulate::No) {
+  constexpr ptx::MmaType T = Elem::kMma;
+  static_assert(BTile::kCols == K, "A and B share the K extent");
+  static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
+  static_assert(feeds_mma<typename BTile::Element>(T), "B's element type is A's");
+  pin_registers(acc);
+  pin_a_operands<AOperands<Elem, K>::kSteps>(a.reg);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < AOperands<Elem, K>::kSteps; ++kk)
+    ptx::Wgmma<T, N>::template rs<0>(acc, a.reg[kk], BTile::kmajor_desc(b_base, 0, kk),
+                                     kk > 0 ? 1u : static_cast<uint32_t>(accumulate));
   ptx::wgmma_commit_group();
 }
 
@@ -63,12 +96,58 @@ __device__ __forceinline__ void gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
                                            uint32_t b_base) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
   static_assert(K % 16 == 0 && K <= BTile::kRows, "K is whole k-steps of B's rows");
+  static_assert(feeds_mma<typename BTile::Element>(T), "B's element type is the GEMM's");
   pin_registers(acc);
   pin_a_operands<K / 16>(a);
   ptx::wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < K / 16; ++kk)
     ptx::Wgmma<T, N + OnesCols>::template rs<1>(acc, a[kk], BTile::mnmajor_desc(b_base, kk), 1u);
+  ptx::wgmma_commit_group();
+}
+
+// acc (64 x N) (+)= A (64 x K) * B, A = rows [a_row0, +64) of tile ATile (K-major: its
+// columns are K) and B the first K rows of tile BTile (rows K x N columns, MN-major), both in
+// shared memory. The backward's dQ = dS K with dS staged in shared memory (paper Algorithm 3
+// line 28). 16-bit only (MN-major B).
+template <ptx::MmaType T, int N, class ATile, class BTile>
+__device__ __forceinline__ void gemm_ss_ab(float (&acc)[N / 2], uint32_t a_base, int a_row0,
+                                           uint32_t b_base, Accumulate accumulate) {
+  static_assert(BTile::kCols == N, "B supplies all N columns of the product");
+  static_assert(ATile::kCols <= BTile::kRows, "B has a row for every k of A");
+  static_assert(feeds_mma<typename ATile::Element>(T) && feeds_mma<typename BTile::Element>(T),
+                "the tiles' element type is the GEMM's");
+  pin_registers(acc);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < ATile::kKSteps; ++kk)
+    ptx::Wgmma<T, N>::template ss<1>(acc, ATile::kmajor_desc(a_base, a_row0, kk),
+                                     BTile::mnmajor_desc(b_base, kk),
+                                     kk > 0 ? 1u : static_cast<uint32_t>(accumulate));
+  ptx::wgmma_commit_group();
+}
+
+// acc (64 x N) (+)= A^T (64 x K) * B: A^T = columns [a_col0, +64) of tile ATile read down its
+// K rows (trans-a: ATile's rows are K, a_col0 a multiple of 64), B = the first K rows of tile
+// BTile (MN-major), both in shared memory. The backward's dV += P^T dO and dK += dS^T Q with
+// P and dS stored as queries x keys tiles: M = keys, K = queries (paper Algorithm 3 lines
+// 26-27; the paper's RS form needs S computed transposed, as K Q^T, so that the accumulator
+// already holds P^T). 16-bit only.
+template <ptx::MmaType T, int N, class ATile, class BTile, int K = ATile::kRows>
+__device__ __forceinline__ void gemm_ss_atb(float (&acc)[N / 2], uint32_t a_base, int a_col0,
+                                            uint32_t b_base, Accumulate accumulate) {
+  static_assert(BTile::kCols == N, "B supplies all N columns of the product");
+  static_assert(K % 16 == 0 && K <= ATile::kRows && K <= BTile::kRows,
+                "K is whole k-steps of A's and B's rows");
+  static_assert(feeds_mma<typename ATile::Element>(T) && feeds_mma<typename BTile::Element>(T),
+                "the tiles' element type is the GEMM's");
+  pin_registers(acc);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < K / 16; ++kk)
+    ptx::Wgmma<T, N>::template ss_mn_major_a<1>(acc, ATile::mnmajor_a_desc(a_base, a_col0, kk),
+                                                BTile::mnmajor_desc(b_base, kk),
+                                                kk > 0 ? 1u : static_cast<uint32_t>(accumulate));
   ptx::wgmma_commit_group();
 }
 

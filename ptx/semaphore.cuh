@@ -1,0 +1,33 @@
+// Global-memory semaphores between CTAs (PTX ISA, Memory Consistency Model; Data Movement:
+// ld with .acquire; Parallel Synchronization: red with .release). Each function is executed by
+// ONE THREAD. The backward's dQ-writer adds "using a semaphore" (paper Algorithm 3 line 33):
+// the deterministic mode orders the dQ reduce-adds of the K/V blocks of a query block with
+// one counter per (query block, head, batch) in the workspace: a CTA waits until the counter
+// says it is its turn, adds, waits for the add to complete, then increments the counter.
+#pragma once
+
+#include <stdint.h>
+
+namespace fa3::ptx {
+
+// Reads a counter with acquire semantics at GPU scope: what the CTA that released this value
+// wrote before the release (its completed bulk reduce-adds included) is visible after it.
+__device__ __forceinline__ int32_t ld_acquire_gpu(const int32_t* addr) {
+  int32_t value;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n"
+               : "=r"(value)
+               : "l"(reinterpret_cast<uint64_t>(addr))
+               : "memory");
+  return value;
+}
+
+// Adds to a counter with release semantics at GPU scope (no value returned: a red, not an
+// atom): everything this thread wrote, or saw completed, before it is visible to a thread
+// whose ld_acquire_gpu reads the new value.
+__device__ __forceinline__ void red_add_release_gpu(int32_t* addr, int32_t value) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(addr)),
+               "r"(value)
+               : "memory");
+}
+
+}  // namespace fa3::ptx
