@@ -4,10 +4,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <functional>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <unordered_set>
 
 #include "runtime/embedded.h"
 
@@ -20,6 +20,14 @@ namespace {
 
 constexpr int64_t kMaxSeqlen = 2147483647;
 constexpr SeqlenRange kAllSeqlens{1, kMaxSeqlen};
+
+// Limits on what a table file may be, so that any bytes give an error and not a crash or a
+// hang. A real table is tens of KiB and nests 5 deep (top level, entries, an entry, match,
+// seqlen_q); nesting is bounded because the JSON library dumps and compares values
+// recursively, and 200,000 levels overflow the stack.
+constexpr size_t kMaxTableBytes = size_t{1} << 20;
+constexpr int kMaxNesting = 64;
+constexpr int kTableNesting = 5;
 
 const char* direction_name(Direction) { return "fwd"; }  // Forward is the only direction yet
 
@@ -65,16 +73,44 @@ struct Violation {
 
 [[noreturn]] void violate(std::string sentence) { throw Violation{std::move(sentence)}; }
 
-// A JSON value as it appears after "got" in a message, shortened so a message stays a line.
-std::string shown(const Json& value) {
-  std::string text = value.dump();
-  if (text.size() > 60) text = text.substr(0, 57) + "...";
-  return text;
+// `text`, cut to at most 60 bytes on a UTF-8 character boundary, so a message stays a line
+// and stays valid UTF-8.
+std::string shortened(const std::string& text) {
+  constexpr size_t kMaxBytes = 60;
+  if (text.size() <= kMaxBytes) return text;
+  size_t cut = kMaxBytes - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+// JSON text of a value with every control character escaped: dump() escapes those below
+// 0x20, DEL is escaped here, so a key or string cannot break or blank out the message. The
+// parser only makes valid UTF-8, but `replace` keeps dump() from ever throwing on a string
+// that is not.
+std::string dumped(const Json& value) {
+  const std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::string escaped;
+  for (char c : text) {
+    if (c == '\x7f')
+      escaped += "\\u007f";
+    else
+      escaped += c;
+  }
+  return escaped;
+}
+
+// A JSON value as it appears after "got" in a message.
+std::string shown(const Json& value) { return shortened(dumped(value)); }
+
+// A key as a part of a path ("info.<key>"): escaped like a JSON string, without the quotes.
+std::string path_key(const std::string& key) {
+  const std::string quoted = dumped(Json(key));
+  return shortened(quoted.substr(1, quoted.size() - 2));
 }
 
 [[noreturn]] void unknown_key(const std::string& object, const std::string& key,
                               const std::string& allowed) {
-  violate(object + " has unknown key \"" + key + "\" (allowed: " + allowed + ")");
+  violate(object + " has unknown key " + shown(Json(key)) + " (allowed: " + allowed + ")");
 }
 
 void require(const Json& object, const char* key, const std::string& path) {
@@ -91,65 +127,171 @@ std::optional<int64_t> integer_in(const Json& v, int64_t lo, int64_t hi) {
   return x;
 }
 
-// nlohmann keeps the last of repeated keys without a word; a table with "kernel" twice
-// does not say which it means, so repeated keys are rejected with the object's path.
-class RepeatedKeyFinder {
- public:
-  bool operator()(int /*depth*/, Json::parse_event_t event, Json& parsed) {
-    switch (event) {
-      case Json::parse_event_t::object_start:
-        levels_.push_back({true, {}, 0});
-        break;
-      case Json::parse_event_t::array_start:
-        levels_.push_back({false, {}, 0});
-        break;
-      case Json::parse_event_t::key:
-        on_key(parsed.get<std::string>());
-        break;
-      case Json::parse_event_t::object_end:
-      case Json::parse_event_t::array_end:
-        levels_.pop_back();
-        element_done();
-        break;
-      case Json::parse_event_t::value:
-        element_done();
-        break;
+// ---- reading the document ------------------------------------------------------------
+
+// "line 3, column 17" of a byte offset, counted as the JSON library counts in its messages.
+std::string line_and_column(const std::string& text, size_t offset) {
+  size_t line = 1, line_start = 0;
+  for (size_t i = 0; i < offset && i < text.size(); ++i)
+    if (text[i] == '\n') ++line, line_start = i + 1;
+  return "line " + std::to_string(line) + ", column " + std::to_string(offset - line_start + 1);
+}
+
+// The offset of the '[' or '{' that opens nesting level `level`, in a text that is valid JSON
+// up to there (strings may contain brackets, so they are skipped).
+size_t offset_of_level(const std::string& text, int level) {
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth == level) return i;
+    } else if (c == ']' || c == '}') {
+      --depth;
     }
+  }
+  return text.size();
+}
+
+// The JSON library's messages quote the bytes it last read: any bytes, invalid UTF-8
+// included, as many as an unterminated string holds. They are shortened to one line of
+// printable ASCII.
+std::string library_message(std::string message, const std::string& last_token) {
+  const std::string quote = "last read: '";
+  const size_t at = message.find(quote + last_token);
+  if (at != std::string::npos)
+    message.replace(at + quote.size(), last_token.size(), shortened(last_token));
+  std::string printable;
+  for (unsigned char c : message) {
+    if (c >= 0x20 && c < 0x7f) {
+      printable += static_cast<char>(c);
+    } else {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", c);
+      printable += hex;
+    }
+  }
+  return printable;
+}
+
+// Builds the document from the parser's events, enforcing on the way what a DOM cannot tell
+// afterwards or should never hold: nesting beyond kMaxNesting (stopped at the opening
+// bracket, before a deep DOM exists) and repeated keys (nlohmann keeps the last without a
+// word; a table with "kernel" twice does not say which it means). Objects are assembled
+// from their members at once: inserting keys one by one into an ordered_json object is a
+// linear search each, quadratic for a hostile object of 100,000 keys. The parser itself is
+// iterative, so no input recurses.
+class DocumentBuilder : public nlohmann::json_sax<Json> {
+ public:
+  explicit DocumentBuilder(const std::string& text) : text_(text) {}
+
+  bool null() override { return add(Json(nullptr)); }
+  bool boolean(bool value) override { return add(Json(value)); }
+  bool number_integer(number_integer_t value) override { return add(Json(value)); }
+  bool number_unsigned(number_unsigned_t value) override { return add(Json(value)); }
+  bool number_float(number_float_t value, const string_t&) override { return add(Json(value)); }
+  bool string(string_t& value) override { return add(Json(std::move(value))); }
+  bool binary(binary_t& value) override { return add(Json(std::move(value))); }
+
+  bool start_object(std::size_t) override { return open(true); }
+  bool start_array(std::size_t) override { return open(false); }
+
+  bool key(string_t& key) override {
+    Level& level = levels_.back();
+    if (!level.keys.insert(key).second) {
+      problem_ = path_of_current_object() + " has key " + shown(Json(key)) + " twice";
+      return false;
+    }
+    level.members.emplace_back(std::move(key), Json());
     return true;
   }
-  const std::string& first_repeat() const { return first_repeat_; }
+
+  bool end_object() override {
+    std::vector<std::pair<std::string, Json>> members = std::move(levels_.back().members);
+    levels_.pop_back();
+    return add(Json(Json::object_t(std::make_move_iterator(members.begin()),
+                                   std::make_move_iterator(members.end()))));
+  }
+
+  bool end_array() override {
+    Json::array_t elements = std::move(levels_.back().elements);
+    levels_.pop_back();
+    return add(Json(std::move(elements)));
+  }
+
+  bool parse_error(std::size_t position, const std::string& last_token,
+                   const Json::exception& e) override {
+    // 406: a number beyond a double (1e400). It is valid JSON, so the sentence says what the
+    // number is and where, in place of the library's "number overflow parsing".
+    if (e.id == 406) {
+      const size_t start = position >= last_token.size() ? position - last_token.size() : 0;
+      problem_ = "number " + shortened(last_token) + " at " + line_and_column(text_, start) +
+                 " is out of range";
+    } else {
+      problem_ = "not valid JSON: " + library_message(e.what(), last_token);
+    }
+    return false;
+  }
+
+  // Why the parse stopped: set whenever sax_parse returned false.
+  const std::string& problem() const { return problem_; }
+  Json take_document() { return std::move(document_); }
 
  private:
   struct Level {
     bool is_object;
-    std::vector<std::string> keys;  // for an object: its keys so far, the current one last
-    size_t elements;                // for an array: how many elements are complete
+    std::vector<std::pair<std::string, Json>> members;  // an object's, the current one last
+    std::unordered_set<std::string> keys;               // an object's keys, to find a repeat
+    Json::array_t elements;                             // an array's complete elements
   };
 
-  void on_key(const std::string& key) {
-    std::vector<std::string>& keys = levels_.back().keys;
-    if (first_repeat_.empty() && std::find(keys.begin(), keys.end(), key) != keys.end())
-      first_repeat_ = path_of_current_object() + " has key \"" + key + "\" twice";
-    keys.push_back(key);
+  bool open(bool is_object) {
+    if (levels_.size() == static_cast<size_t>(kMaxNesting)) {
+      problem_ = "nesting deeper than " + std::to_string(kMaxNesting) + " levels at " +
+                 line_and_column(text_, offset_of_level(text_, kMaxNesting + 1)) +
+                 " (a table nests its arrays and objects " + std::to_string(kTableNesting) +
+                 " deep)";
+      return false;
+    }
+    levels_.push_back(Level{is_object, {}, {}, {}});
+    return true;
   }
-  void element_done() {
-    if (!levels_.empty() && !levels_.back().is_object) ++levels_.back().elements;
+
+  bool add(Json value) {
+    if (levels_.empty()) {
+      document_ = std::move(value);
+    } else if (levels_.back().is_object) {
+      levels_.back().members.back().second = std::move(value);
+    } else {
+      levels_.back().elements.push_back(std::move(value));
+    }
+    return true;
   }
+
   // "entries[2].match": each enclosing level contributes where the parser is inside it.
   std::string path_of_current_object() const {
     std::string path;
     for (size_t i = 0; i + 1 < levels_.size(); ++i) {
       const Level& l = levels_[i];
       if (l.is_object)
-        path += (path.empty() ? "" : ".") + l.keys.back();
+        path += (path.empty() ? "" : ".") + path_key(l.members.back().first);
       else
-        path += "[" + std::to_string(l.elements) + "]";
+        path += "[" + std::to_string(l.elements.size()) + "]";
     }
     return path.empty() ? "the top level" : path;
   }
 
+  const std::string& text_;
   std::vector<Level> levels_;
-  std::string first_repeat_;
+  Json document_;
+  std::string problem_;
 };
 
 // ---- one entry ------------------------------------------------------------------------
@@ -330,7 +472,8 @@ std::vector<std::pair<std::string, std::string>> parse_info(const Json& v) {
   std::vector<std::pair<std::string, std::string>> info;
   for (const auto& item : v.items()) {
     if (!item.value().is_string())
-      violate("info." + item.key() + " must be a string (got " + shown(item.value()) + ")");
+      violate("info." + path_key(item.key()) + " must be a string (got " + shown(item.value()) +
+              ")");
     info.emplace_back(item.key(), item.value().get<std::string>());
   }
   return info;
@@ -381,22 +524,31 @@ std::vector<int64_t> interval_starts(const std::vector<SeqlenRange>& ranges) {
   return starts;
 }
 
-// Coordinate compression: every cell of the grid the entries' boundaries draw is either
-// inside an entry or outside all of them, so testing one point per cell finds any gap.
+// Coordinate compression over seqlen_q: no entry begins or ends between two consecutive
+// interval starts, so one row per start stands for all the rows up to the next. The entries
+// holding a row are disjoint in seqlen_k (check_no_overlap ran first), so taken in order of
+// seqlen_k.lo, the first one that does not begin where the previous ended shows the row's
+// lowest hole. O(n^2) for n entries of a key: testing one point per cell of the grid was
+// O(n^3), 20 seconds for a valid hostile table of 1 MiB.
 void check_no_gap(const std::vector<TuningEntry>& entries, const MatchKey& key) {
-  std::vector<SeqlenRange> q_ranges, k_ranges;
+  std::vector<const TuningEntry*> of_key;
+  std::vector<SeqlenRange> q_ranges;
   for (const TuningEntry& e : entries) {
     if (!same_key(e.key, key)) continue;
+    of_key.push_back(&e);
     q_ranges.push_back(e.seqlen_q);
-    k_ranges.push_back(e.seqlen_k);
   }
+  std::sort(of_key.begin(), of_key.end(), [](const TuningEntry* a, const TuningEntry* b) {
+    return a->seqlen_k.lo < b->seqlen_k.lo;
+  });
   for (int64_t q : interval_starts(q_ranges)) {
-    for (int64_t k : interval_starts(k_ranges)) {
-      bool covered = false;
-      for (size_t i = 0; i < q_ranges.size() && !covered; ++i)
-        covered = q_ranges[i].contains(q) && k_ranges[i].contains(k);
-      if (!covered) violate("no entry covers " + describe(key) + " at " + at_point(q, k));
+    int64_t k = 1;  // the lowest seqlen_k of this row not covered so far
+    for (const TuningEntry* e : of_key) {
+      if (!e->seqlen_q.contains(q)) continue;
+      if (e->seqlen_k.lo > k) break;
+      k = std::max(k, e->seqlen_k.hi + 1);
     }
+    if (k <= kMaxSeqlen) violate("no entry covers " + describe(key) + " at " + at_point(q, k));
   }
 }
 
@@ -436,9 +588,14 @@ Error read_text_file(const std::string& path, std::string* text) {
   };
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) return cannot_read(errno);
+  // One byte past the limit is enough for parse to refuse the file; reading stops there, so
+  // an endless file (/dev/zero) cannot exhaust memory.
   char buffer[1 << 16];
   size_t n;
-  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) text->append(buffer, n);
+  while (text->size() <= kMaxTableBytes &&
+         (n = std::fread(buffer, 1, std::min(sizeof buffer, kMaxTableBytes + 1 - text->size()),
+                         f)) > 0)
+    text->append(buffer, n);
   // fread reports a failed read(2) (EISDIR for a directory) through ferror and errno.
   const int err = std::ferror(f) ? errno : 0;
   std::fclose(f);
@@ -476,14 +633,12 @@ std::string builtin_tuning_table_text() {
 
 Error TuningTable::parse(const std::string& json_text, const std::string& source,
                          const std::vector<KernelInfo>& kernels, TuningTable* out) {
-  RepeatedKeyFinder repeats;
-  Json doc;
-  try {
-    doc = Json::parse(json_text, std::ref(repeats));
-  } catch (const Json::parse_error& e) {
-    return table_error(source, std::string("not valid JSON: ") + e.what());
-  }
-  if (!repeats.first_repeat().empty()) return table_error(source, repeats.first_repeat());
+  if (json_text.size() > kMaxTableBytes)
+    return table_error(source, "larger than 1 MiB (" + std::to_string(kMaxTableBytes) +
+                                   " bytes), the most a table may be");
+  DocumentBuilder builder(json_text);
+  if (!Json::sax_parse(json_text, &builder)) return table_error(source, builder.problem());
+  const Json doc = builder.take_document();
 
   TuningTable table;
   table.source_ = source;
