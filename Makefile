@@ -129,7 +129,7 @@ PROGRAMS := $(BUILD)/libfa3.so $(BUILD)/libfa3.a $(BUILD)/fa3_tests $(BUILD)/fa3
             $(BUILD)/fa3-table $(BUILD)/fa3-sass $(BUILD)/fa3-tune
 
 # ---- entry points ------------------------------------------------------------------------
-.PHONY: all deps test bench sanitize clean lab
+.PHONY: all deps test bench sanitize clean lab check-generated
 .DEFAULT_GOAL := all
 all: $(PROGRAMS)
 
@@ -145,7 +145,7 @@ $(BUILD)/.deps-ok:
 	@tools/install_deps.sh
 	@mkdir -p $(BUILD) && touch $@
 
-test: all
+test: all check-generated
 	$(BUILD)/fa3_tests
 	BUILD=$(BUILD) tools/run_python_tests.sh
 
@@ -153,6 +153,11 @@ test: all
 # against a float64 reference; `build/fa3-bench --help` for the paper's grid and more.
 bench: all
 	$(BUILD)/fa3-bench --dtype bf16 --hdim 128 --causal 0 --seqlen 8192 --batch 2 --heads 16 --check
+
+# ptx/wgmma_mma.cuh is committed (a build needs no Python); it must be what its script writes.
+check-generated:
+	@python3 tools/gen_wgmma.py | diff -q - ptx/wgmma_mma.cuh >/dev/null || \
+	  { echo "ptx/wgmma_mma.cuh differs from tools/gen_wgmma.py's output: run tools/gen_wgmma.py > ptx/wgmma_mma.cuh" >&2; exit 1; }
 
 sanitize: all
 	tools/sanitize.sh $(BUILD)/fa3_tests

@@ -10,9 +10,9 @@ usage: tools/gen_wgmma.py > ptx/wgmma_mma.cuh
 """
 
 # 16-bit N values (accumulator columns). SS GEMMs use the key block size (Bc), RS GEMMs the
-# head dim (+ 8 with Config::row_sum_mma). The backward's GEMMs need no others: dV = P^T dO
-# and dK = dS^T Q have N = head dim, dQ = dS K has N = head dim, S and dP have N = Bc.
-N_VALUES = [64, 72, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
+# head dim. The backward's GEMMs need no others: dV = P^T dO and dK = dS^T Q have N = head
+# dim, dQ = dS K has N = head dim, S and dP have N = Bc.
+N_VALUES = [64, 80, 96, 112, 128, 144, 160, 176, 192, 256]
 TYPES = [("F16", "f16"), ("BF16", "bf16")]
 
 # e4m3 N values (FP8 forward, paper 3.3). Every kernel includes this header, so only the
@@ -21,7 +21,6 @@ TYPES = [("F16", "f16"), ("BF16", "bf16")]
 #   of 32; the d128 search range 128..224 is then 128, 160, 192, 224, which also holds the
 #   public FA3's FP8 picks for d64 (Bc 160) and d256 (Bc 128).
 #   O = P V has N = head dim: 64, 128, 256.
-# No head_dim + 8 shapes: the ones-column row sum (Config::row_sum_mma) is a 16-bit feature.
 E4M3_N_VALUES = [64, 128, 160, 192, 224, 256]
 
 HEADER = """\
