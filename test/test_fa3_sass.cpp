@@ -680,9 +680,7 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(fp8.options.loop == fa3::Loop::B2Order);
   CHECK(fp8.options.tiles == fa3::Tiles::CrossTileQWarp3);
   CHECK(fp8.unknown_tokens.empty());
-  // The removed row sums by the PV GEMM are a token like any other the registry does not know.
-  CHECK(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp").unknown_tokens ==
-        std::vector<std::string>{"ls"});
+  CHECK(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp").options.row_sum_mma);
 }
 
 TEST_CASE("fa3-sass: a name the registry accepts gives its whole config", "[cpu][sass]") {

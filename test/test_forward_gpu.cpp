@@ -384,16 +384,22 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
   Runner runner;
   uint64_t seed = 77;
   for (const std::string& name : forward_kernels_to_test()) {
-    for (const KernelShape& shape : shapes) {
-      const fa3::FwdConfig config = config_of(name);
-      Case c;
-      c.bf16 = config.dtype == fa3::DType::BF16;
-      c.head_dim = config.head_dim;
-      c.causal = config.causal;
-      c.batch = shape.batch; c.seqlen_q = shape.seqlen_q; c.seqlen_k = shape.seqlen_k;
-      c.heads = shape.heads; c.heads_kv = shape.heads_kv;
-      INFO(name << ": " << c.describe());
-      check_outcome(runner.run(c, seed++, name.c_str()));
+    const fa3::FwdConfig config = config_of(name);
+    // Kernels with the row sums by the PV GEMM have a second consumer path, taken by calls
+    // that ask for no LSE: both are checked.
+    for (const bool with_lse : {true, false}) {
+      if (!with_lse && !config.row_sum_mma) continue;
+      for (const KernelShape& shape : shapes) {
+        Case c;
+        c.bf16 = config.dtype == fa3::DType::BF16;
+        c.head_dim = config.head_dim;
+        c.causal = config.causal;
+        c.batch = shape.batch; c.seqlen_q = shape.seqlen_q; c.seqlen_k = shape.seqlen_k;
+        c.heads = shape.heads; c.heads_kv = shape.heads_kv;
+        c.with_lse = with_lse;
+        INFO(name << ": " << c.describe());
+        check_outcome(runner.run(c, seed++, name.c_str()));
+      }
     }
   }
 }
@@ -410,15 +416,20 @@ TEST_CASE("kernels with a lazy row max follow rows whose scores keep growing",
   for (const std::string& name : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(name);
     if (!config.conditional_rescale()) continue;
-    for (const float ramp : {12.0f, -12.0f}) {
-      Case c;
-      c.bf16 = config.dtype == fa3::DType::BF16;
-      c.head_dim = config.head_dim;
-      c.causal = config.causal;
-      c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 1000; c.heads = 2; c.heads_kv = 1;
-      c.key_ramp = ramp;
-      INFO(name << ": " << c.describe());
-      check_outcome(runner.run(c, seed++, name.c_str()));
+    // (A moved max rescales l too: on the path of calls without an LSE, the PV GEMM's l.)
+    for (const bool with_lse : {true, false}) {
+      if (!with_lse && !config.row_sum_mma) continue;
+      for (const float ramp : {12.0f, -12.0f}) {
+        Case c;
+        c.with_lse = with_lse;
+        c.bf16 = config.dtype == fa3::DType::BF16;
+        c.head_dim = config.head_dim;
+        c.causal = config.causal;
+        c.batch = 1; c.seqlen_q = 300; c.seqlen_k = 1000; c.heads = 2; c.heads_kv = 1;
+        c.key_ramp = ramp;
+        INFO(name << ": " << c.describe());
+        check_outcome(runner.run(c, seed++, name.c_str()));
+      }
     }
   }
 }
@@ -620,6 +631,14 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
   cases[9].seqlen_k = 1000; cases[9].heads = 1; cases[9].heads_kv = 1;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed++));
+  }
+  // Calls that ask for no LSE: kernels with the row sums by the PV GEMM take their other
+  // consumer path (the table picks them for d64 and d128).
+  for (const int i : {4, 6, 7, 8}) {
+    Case c = cases[i];
+    c.with_lse = false;
     INFO(c.describe());
     check_outcome(runner.run(c, seed++));
   }

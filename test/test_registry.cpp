@@ -343,17 +343,25 @@ TEST_CASE("the registry's tokens are unambiguous", "[cpu][registry]") {
   }
 }
 
-TEST_CASE("names with the removed _ls token are rejected", "[cpu][registry]") {
-  for (const char* ls : {"fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal",
-                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr",
-                         "fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3",
-                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy",
-                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ls"}) {
-    INFO(ls);
-    std::string why;
-    CHECK_FALSE(fa3::parse_fwd_kernel_name(ls, &why));
-    CHECK_THAT(why, Catch::Contains("unknown"));
-    CHECK(fa3::explain_fwd_kernel_name(ls).empty());
+TEST_CASE("row sums by the PV GEMM (_ls): pipelined, warp-specialized, head dim <= 128",
+          "[cpu][registry]") {
+  const auto ls = fa3::parse_fwd_kernel_name(
+      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr");
+  REQUIRE(ls);
+  CHECK(ls->row_sum_mma);
+  CHECK(ls->row_max == fa3::RowMax::LazyIntMax);
+  // Each V stage carries a 128-byte chunk of ones per key row.
+  const auto plain = fa3::parse_fwd_kernel_name(
+      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr");
+  REQUIRE(plain);
+  CHECK(fa3::FwdSmemLayout::of(*ls).v_stage_bytes ==
+        fa3::FwdSmemLayout::of(*plain).v_stage_bytes + 128 * 128);
+  for (const char* bad : {"fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_ls_pp",    // N = 264 > 256
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ls",         // not pipelined
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_nows",  // no producer
+                          "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2_ls_pp"}) {
+    INFO(bad);
+    CHECK_FALSE(fa3::parse_fwd_kernel_name(bad));
   }
 }
 

@@ -330,7 +330,7 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
     CHECK(error_of(doc) == kPrefix +
                                "entries[8].config has unknown key \"clusters\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, loop, row_max, exp_after_pv_wait, ascending, "
+                               "consumer_regs, loop, row_max, row_sum_mma, exp_after_pv_wait, ascending, "
                                "half_blocks, pingpong, tiles, dynamic_schedule, q_in_registers, "
                                "evict_first_q_o, evict_last_kv, cluster_m, producer, causal)");
   }
@@ -524,7 +524,7 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
   CHECK(fwd_config_json(c).dump() ==
         "{\"block_m\":192,\"block_n\":96,\"stages\":3,\"consumer_warpgroups\":3,"
         "\"producer_regs\":32,\"consumer_regs\":160,\"loop\":\"pipelined\","
-        "\"row_max\":\"exact\",\"exp_after_pv_wait\":false,\"ascending\":false,"
+        "\"row_max\":\"exact\",\"row_sum_mma\":false,\"exp_after_pv_wait\":false,\"ascending\":false,"
         "\"half_blocks\":false,\"pingpong\":true,\"tiles\":\"per_cta\","
         "\"dynamic_schedule\":false,\"q_in_registers\":false,\"evict_first_q_o\":false,"
         "\"evict_last_kv\":false,\"cluster_m\":1,\"producer\":\"warpgroup\",\"causal\":true}");

@@ -121,6 +121,16 @@ struct FwdConfig {
   // traffic per block at d128, whose energy counts at the power cap). Two consumer
   // warpgroups only: with three the d64 kernel spilled.
   bool q_in_registers = false;
+  // Calls that ask for no LSE (inference) take the softmax row sums l from the tensor cores:
+  // every V stage carries a 128-byte column chunk of ones after its head_dim columns, and the
+  // PV GEMM is N = head_dim + 8 wide, so its 8 extra columns (4 more accumulators per thread)
+  // each get P's row sums, instead of block_n/2 FADDs per thread and key block (the softmax is
+  // issue-bound): +0.6-1.9% at d128 non-causal, +1-2.5% at d64 with the lazy row max. Those
+  // sums add P~ rounded to 16 bits, as O does, which normalizes O exactly but puts the LSE off
+  // by up to 1.6e-3 in bf16: a call that asks for the LSE runs the kernel's other consumer
+  // path, with fp32 FADD sums (the loops of a kernel without this option). Pipelined loop,
+  // head dims up to 128 (the widest wgmma is N = 256).
+  bool row_sum_mma = false;
   // Lab, with the Pipelined loop: a step's exponentials wait for its PV GEMM (only the row
   // max runs under it), where ptxas otherwise places that wait after the first exponentials
   // in some kernels. Measured: no consistent effect (+-2%).
@@ -184,7 +194,7 @@ struct FwdSmemLayout {
   uint32_t o_offset;                     // O_i (q_bytes): over Q_i, or (persistent, where it
                                          // fits) its own tile
   uint32_t k_offset, kv_stage_bytes;     // K stages, then V stages
-  uint32_t v_offset, v_stage_bytes;
+  uint32_t v_offset, v_stage_bytes;      // row_sum_mma: a V stage and one chunk of ones
   uint32_t barrier_offset;               // mbarriers: q_full[q_buffers], q_empty[q_buffers],
                                          // k_full[s], k_empty[s], v_full[s], v_empty[s]; then
                                          // the index of the tile in each Q buffer;
@@ -199,7 +209,8 @@ struct FwdSmemLayout {
     l.kv_stage_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = l.q_offset + l.q_bytes * l.q_buffers;
     l.v_offset = l.k_offset + l.kv_stage_bytes * c.stages;
-    l.v_stage_bytes = l.kv_stage_bytes;
+    l.v_stage_bytes =
+        l.kv_stage_bytes + (c.row_sum_mma ? static_cast<uint32_t>(c.block_n * 128) : 0u);
     const uint32_t kv_end = l.v_offset + l.v_stage_bytes * c.stages;
     // The tile slots (16 bytes per Q buffer, 16-byte aligned after the barriers before
     // them); the Q warp adds a tile_ready barrier per Q buffer and draw_go (fwd/traits.cuh).
@@ -237,6 +248,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          (!c.ascending || (pipelined && c.warp_specialized())) &&
          (!c.half_blocks || (pipelined && !c.exp_after_pv_wait && c.block_n % 32 == 0)) &&
          (!c.exp_after_pv_wait || pipelined) &&
+         (!c.row_sum_mma || (pipelined && c.warp_specialized() && c.head_dim + 8 <= 256)) &&
          (c.warp_specialized() || !c.persistent()) &&
          (!c.dynamic_schedule || (c.persistent() && !c.causal)) &&
          (!c.q_in_registers ||

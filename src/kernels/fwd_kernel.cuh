@@ -46,10 +46,12 @@ namespace fa3 {
 // warpgroups': the tensor cores see the tile boundary as one more step. The softmax state of
 // a tile is final before the next one's first softmax, so only O is carried into the next
 // tile, until its epilogue.
-template <class Tr>
+template <class Tr, bool SumByMma>
 __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, const FwdSmem<Tr>& sm,
-                                                        int wg, ConsumerMainloop<Tr>& loop,
+                                                        int wg,
+                                                        ConsumerMainloop<Tr, SumByMma>& loop,
                                                         const TurnScheduler<Tr>& turns) {
+  using Mainloop = ConsumerMainloop<Tr, SumByMma>;
   const uint32_t wg_rows = Tr::warpgroup_rows_offset(wg);
   // Makes the k-th tile, w, the loop's current one (Alg. 2 lines 2-3: its Q landed, its rows,
   // a fresh softmax); returns how many of its key blocks need the mask.
@@ -65,9 +67,9 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
   FwdWork<Tr> w;
   if (consumer_work_at<Tr>(p, sm, k, &w) >= p.num_tiles) return;
   int n_masked = enter_tile(k, w);
-  float o[Tr::kOAcc];
+  float o[Mainloop::kOAcc];
   tile::fill(o, 0.0f);
-  typename ConsumerMainloop<Tr>::Pipelined x;
+  typename Mainloop::Pipelined x;
   x.k_st = loop.next_stage;
   if (w.n_blocks > 0) loop.open_tile(x, w.n_blocks, n_masked, turns);  // lines 3-6
   for (;;) {
@@ -75,8 +77,10 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     x.v_st = warp_uniform(x.v_st);
     if (w.n_blocks > 0) loop.pipelined_steps(o, w.n_blocks, n_masked, x, turns);  // lines 7-17
     // Every QK^T of tile k is done; its last PV (if it has keys) is still to go out.
-    float inv_sum[2], lse[2];
-    loop.softmax.finalize(inv_sum, lse);
+    // Row sums in O (SumByMma): 1/l and the LSE wait for the tile's last PV; keep m.
+    float inv_sum[2], lse[2], row_max[2];
+    if constexpr (SumByMma) loop.softmax.copy_max(row_max);
+    else loop.softmax.finalize(inv_sum, lse);
     const int first_row = loop.first_row;
     FwdWork<Tr> next = w;
     const bool more = consumer_work_at<Tr>(p, sm, k + 1, &next) < p.num_tiles;
@@ -84,11 +88,13 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
     if (more && w.n_blocks > 0 && next.n_blocks > 0) {
       // Lines 18-19 of tile k with lines 3-6 of tile k+1, then tile k's line 20.
       loop.boundary_step(o, next.n_blocks, n_masked, x, turns, [&] {
+        if constexpr (SumByMma) Mainloop::finalize_from_o(row_max, o, inv_sum, lse);
         fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
         tile::fill(o, 0.0f);
       });
     } else {
       if (w.n_blocks > 0) loop.last_pv(o, x.p_frag, x.v_st, turns, x.p_half);  // lines 18-19
+      if constexpr (SumByMma) Mainloop::finalize_from_o(row_max, o, inv_sum, lse);
       fwd_epilogue<Tr>(p, sm, w, wg, k, first_row, loop.thread_in_wg, inv_sum, lse, o);
       if (!more) break;
       tile::fill(o, 0.0f);
@@ -101,15 +107,17 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
 
 // Algorithm 1 lines 11-25 for consumer warpgroup `wg`, for every tile of this CTA: with
 // Algorithm 2 as the mainloop (Loop::Pipelined), or one of the reference loop forms.
-template <class Tr>
+// SumByMma: the row sums by the PV GEMM (FwdConfig::row_sum_mma, calls without an LSE).
+template <class Tr, bool SumByMma>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
+  using Mainloop = ConsumerMainloop<Tr, SumByMma>;
   const int thread_in_wg = static_cast<int>(threadIdx.x % 128);
   const uint32_t wg_rows = Tr::warpgroup_rows_offset(wg);
   const TurnScheduler<Tr> turns(wg);
-  ConsumerMainloop<Tr> loop{p, sm, thread_in_wg, thread_in_wg % 32, 0, sm.q + wg_rows, {}, {}};
+  Mainloop loop{p, sm, thread_in_wg, thread_in_wg % 32, 0, sm.q + wg_rows, {}, {}};
   loop.is_loader = !Tr::kWarpSpecialized && threadIdx.x == 0;
   if constexpr (Tr::kCrossTile) {
-    fwd_consumer_cross_tile<Tr>(p, sm, wg, loop, turns);
+    fwd_consumer_cross_tile<Tr, SumByMma>(p, sm, wg, loop, turns);
   } else {
     consumer_tiles<Tr>(p, sm, [&](int tile, int k) {
       const FwdWork<Tr> w(p, tile);
@@ -118,7 +126,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
         if (loop.is_loader) loop.loader.start(p, sm, w);
       loop.first_row = w.first_row(wg);
       // Line 13.
-      float o[Tr::kOAcc];
+      float o[Mainloop::kOAcc];
       tile::fill(o, 0.0f);
       loop.softmax.init();
       if constexpr (!Tr::kDynamic) tile::mbarrier_wait(sm.q_full_bar(k), sm.q_parity(k));  // line 14
@@ -129,7 +137,7 @@ __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<T
         loop.release_q();
       }
       float inv_sum[2], lse[2];
-      loop.softmax.finalize(inv_sum, lse);  // line 24
+      loop.finalize(o, inv_sum, lse);  // line 24
       fwd_epilogue<Tr>(p, sm, w, wg, k, loop.first_row, thread_in_wg, inv_sum, lse, o);  // 25
     });
   }
@@ -160,6 +168,15 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     sm.v_pipe.init(4 * Tr::kConsumers);
     ptx::fence_mbarrier_init();
   }
+  if constexpr (Tr::kRowSumMma) {
+    // Every V stage's chunk after its head_dim columns: 16-bit ones (the PV GEMM's 8 extra
+    // columns read the first 8 of them), written before the barrier below, read by wgmma.
+    constexpr uint32_t kOnePair = Tr::kIsBF16 ? 0x3f803f80u : 0x3c003c00u;
+    for (int st = 0; st < Tr::kStages; ++st)
+      for (uint32_t i = threadIdx.x; i < Tr::KVTile::kChunkBytes / 4; i += blockDim.x)
+        ptx::st_shared_u32(sm.v_stage(st) + Tr::KVTile::kBytes + 4 * i, kOnePair);
+    ptx::fence_proxy_async_shared();
+  }
   // In a cluster, the other CTAs' loads and releases reach this CTA's barriers: all must be
   // initialized first.
   if constexpr (Tr::kCluster > 1) {
@@ -176,7 +193,7 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
   // instructions per key block in the causal d128 kernel than the non-causal one, ncu).
   const int warpgroup = warp_uniform(static_cast<int>(threadIdx.x / 128));
   if constexpr (!Tr::kWarpSpecialized) {
-    fwd_consumer<Tr>(p, sm, warpgroup);
+    fwd_consumer<Tr, false>(p, sm, warpgroup);
   } else if (warpgroup == 0) {
     // Line 3: the producer needs few registers; give them to the consumers.
     ptx::setmaxnreg_dec<Tr::kProducerRegs>();
@@ -184,7 +201,14 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     if (Tr::kQWarp && threadIdx.x == 32) fwd_q_loader<Tr>(p, sm);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
-    fwd_consumer<Tr>(p, sm, warpgroup - 1);
+    // FwdConfig::row_sum_mma: a call that asks for no LSE takes the row sums from the PV
+    // GEMM; one that does, fp32 sums (the LSE from 16-bit sums would be off by ~1e-3).
+    if constexpr (Tr::kRowSumMma) {
+      if (p.lse == nullptr) fwd_consumer<Tr, true>(p, sm, warpgroup - 1);
+      else fwd_consumer<Tr, false>(p, sm, warpgroup - 1);
+    } else {
+      fwd_consumer<Tr, false>(p, sm, warpgroup - 1);
+    }
   }
   // A CTA's shared memory must outlive the other CTAs' releases of its stages (arrivals on
   // its empty barriers): no CTA exits before every CTA of the cluster is done.

@@ -21,8 +21,8 @@ namespace fa3 {
 
 // The fields of FwdConfig that name tokens set, in the order their tokens appear in a name.
 enum class FwdField : int {
-  Loop, RowMax, ExpAfterPvWait, Ascending, HalfBlocks, Pingpong, Tiles, DynamicSchedule,
-  QInRegisters, EvictFirstQO, EvictLastKV, ClusterM, Producer, Causal,
+  Loop, RowMax, RowSumMma, ExpAfterPvWait, Ascending, HalfBlocks, Pingpong, Tiles,
+  DynamicSchedule, QInRegisters, EvictFirstQO, EvictLastKV, ClusterM, Producer, Causal,
 };
 
 // One value of a field: the name tokens that spell it ("" for the default, which no token
@@ -65,6 +65,11 @@ constexpr FwdSpelling kRowMax[] = {
      "row max kept until it grows by more than 2^8; O rescaled only then"},
     {"cr_im", static_cast<int>(RowMax::LazyIntMax), "lazy_int_max",
      "lazy row max, a block's maxima by a 3-input integer max of the scores' bits"},
+};
+constexpr FwdSpelling kRowSumMma[] = {
+    {"", 0, nullptr, "softmax row sums in fp32 (FADDs)"},
+    {"ls", 1, nullptr,
+     "calls without an LSE sum the rows by the PV GEMM (ones after each V stage); with one, in fp32"},
 };
 constexpr FwdSpelling kExpAfterPvWait[] = {
     {"", 0, nullptr, "the exponentials may run under the PV GEMM"},
@@ -134,6 +139,8 @@ constexpr FwdOption kFwdOptions[] = {
      fwd_names_detail::count_of(fwd_names_detail::kLoop), false},
     {FwdField::RowMax, "row_max", FwdFieldKind::Enum, fwd_names_detail::kRowMax,
      fwd_names_detail::count_of(fwd_names_detail::kRowMax), false},
+    {FwdField::RowSumMma, "row_sum_mma", FwdFieldKind::Bool, fwd_names_detail::kRowSumMma, 2,
+     false},
     {FwdField::ExpAfterPvWait, "exp_after_pv_wait", FwdFieldKind::Bool,
      fwd_names_detail::kExpAfterPvWait, 2, true},
     {FwdField::Ascending, "ascending", FwdFieldKind::Bool, fwd_names_detail::kAscending, 2, false},
@@ -175,6 +182,7 @@ constexpr int fwd_field_value(const FwdConfig& c, FwdField f) {
   switch (f) {
     case FwdField::Loop: return static_cast<int>(c.loop);
     case FwdField::RowMax: return static_cast<int>(c.row_max);
+    case FwdField::RowSumMma: return c.row_sum_mma ? 1 : 0;
     case FwdField::ExpAfterPvWait: return c.exp_after_pv_wait ? 1 : 0;
     case FwdField::Ascending: return c.ascending ? 1 : 0;
     case FwdField::HalfBlocks: return c.half_blocks ? 1 : 0;
@@ -195,6 +203,7 @@ constexpr void set_fwd_field(FwdConfig& c, FwdField f, int v) {
   switch (f) {
     case FwdField::Loop: c.loop = static_cast<Loop>(v); break;
     case FwdField::RowMax: c.row_max = static_cast<RowMax>(v); break;
+    case FwdField::RowSumMma: c.row_sum_mma = v != 0; break;
     case FwdField::ExpAfterPvWait: c.exp_after_pv_wait = v != 0; break;
     case FwdField::Ascending: c.ascending = v != 0; break;
     case FwdField::HalfBlocks: c.half_blocks = v != 0; break;

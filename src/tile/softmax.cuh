@@ -25,6 +25,21 @@ __device__ __forceinline__ float quad_sum(float x) {
 // in fp32 have the range to spare.
 constexpr float kLazyMaxSlack = 8.0f;
 
+// Epilogue (Algorithm 1 line 24), per row from its max m and sum l: 1 / l (0 for a row that
+// attended nothing) and LSE = ln(sum exp(scale * S)) = (m + log2 l) * ln 2 (-inf for a row
+// that attended nothing). Both on the MUFU: O is rounded to 16 bits after the multiply, and
+// the LSE's error stays near 2^-22 (the accurate forms cost ~150 dependent instructions per
+// tile, 5% of the samples of d64 causal at 1k).
+__device__ __forceinline__ void row_factors(const float (&m)[2], const float (&l)[2],
+                                            float (&inv_sum)[2], float (&lse)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const bool empty = !(l[h] > 0.0f);
+    inv_sum[h] = empty ? 0.0f : ptx::rcp_approx(l[h]);
+    lse[h] = empty ? -INFINITY : (m[h] + ptx::lg2_approx(l[h])) * 0.69314718055994531f;
+  }
+}
+
 // Reductions of the row max over integers, three at a time: ptxas makes each
 // max(max(a, b), c) of 32-bit ints one VIMNMX3 on sm_90 (there is no 3-input float max before
 // sm_100), so a row's 32 values take 16 instructions instead of 31 FMNMX.
@@ -53,6 +68,8 @@ __device__ __forceinline__ int quad_max_s32(int x) {
 // keeps its max until a block's max exceeds it by more than kLazyMaxSlack, so after the
 // first blocks the rescale factor is exactly 1 almost always and the caller may skip the
 // O rescale. Exact either way: P~, l and O all use the max actually kept.
+// SumByMma: the caller sums P~ itself (FwdConfig::row_sum_mma: the PV GEMM does, for calls
+// that want no LSE) and rescales that sum with O; row_sum stays 0 and finalize is not used.
 // IntMax (with LazyMax; RowMax::LazyIntMax): a block's row maxima as the largest 32-bit integer
 // among the scores' bit patterns (VIMNMX3, above). Every positive float orders above every
 // negative one as an int, and positive floats order as their ints, so that maximum is the
@@ -61,12 +78,11 @@ __device__ __forceinline__ int quad_max_s32(int x) {
 // >= 0), and one that passes has a positive, exact max. Other warps (a row without a key yet,
 // m = -inf, or very negative scores) take the float max.
 //
-// The row sums l are fp32 sums of P~ as computed, before P~ is rounded to 16 bits for the PV
-// GEMM: the LSE the epilogue derives from them stays well within the 1e-4 of float64 that
-// the backward (P = exp(S - LSE)) and the tests hold it to. (A row sum taken by the PV GEMM
-// against a column of ones saves the FADDs, but sums P~ rounded to 16 bits: its LSE was off
-// by up to 1.6e-3 in bf16.)
-template <bool LazyMax, bool IntMax = false>
+// Otherwise the row sums l are fp32 sums of P~ as computed, before P~ is rounded to 16 bits
+// for the PV GEMM: the LSE the epilogue derives from them stays well within the 1e-4 of
+// float64 that the backward (P = exp(S - LSE)) and the tests hold it to. (The PV GEMM's sums
+// add P~ rounded to 16 bits: an LSE from them was off by up to 1.6e-3 in bf16.)
+template <bool LazyMax, bool IntMax = false, bool SumByMma = false>
 struct OnlineSoftmax {
   static_assert(!IntMax || LazyMax, "the integer max decides the lazy test only");
   float row_max[2];  // m_i: running max of scale * log2(e) * S (same in all 4 lanes of a quad)
@@ -139,19 +155,24 @@ struct OnlineSoftmax {
     for (int e = 0; e < N; ++e) {
       const int h = AccLayout::half(e);
       s[e] = ptx::ex2_approx(fmaf(s[e], scale_log2, -base[h]));
-      block_sum[h][e % 2] += s[e];
+      if constexpr (!SumByMma) block_sum[h][e % 2] += s[e];
     }
+    if constexpr (!SumByMma) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
+      for (int h = 0; h < 2; ++h)
+        row_sum[h] = row_sum[h] * rescale[h] + (block_sum[h][0] + block_sum[h][1]);
+    }
+  }
+  // SumByMma: the rows' maxima, for the caller's epilogue factors (row_factors).
+  __device__ __forceinline__ void copy_max(float (&m)[2]) const {
+    m[0] = row_max[0];
+    m[1] = row_max[1];
   }
 
-  // Epilogue (Algorithm 1 line 24), per row from its max m and its sum l reduced over the
-  // quad: 1 / l (0 for a row that attended nothing) and LSE = ln(sum exp(scale * S)) =
-  // (m + log2 l) * ln 2 (-inf for a row that attended nothing). Both on the MUFU: O is
-  // rounded to 16 bits after the multiply, and the LSE's error stays near 2^-22 (the
-  // accurate forms cost ~150 dependent instructions per tile, 5% of the samples of d64
-  // causal at 1k).
+  // Epilogue (Algorithm 1 line 24): row_factors of the rows' max and sum, each row's sum
+  // reduced over its quad first. (Written out, not through row_factors: routing it through
+  // that helper reorders the two quad reductions, changes most kernels' code and made ptxas
+  // serialize f16 d64 m128 _hb_pp_ps_xt_qw_causal.)
   __device__ __forceinline__ void finalize(float (&inv_sum)[2], float (&lse)[2]) const {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {

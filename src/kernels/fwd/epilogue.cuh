@@ -37,12 +37,12 @@ __device__ __forceinline__ void store_o_rows(const FwdParams& p, uint32_t o_rows
 // nobody waits for this store until the next tile's epilogue (or the end of the kernel).
 // Persistent with O over Q: over the Q rows of the tile's Q buffer, which is handed back to
 // the producer once the store has read them.
-template <class Tr>
+template <class Tr, int OAcc>
 __device__ __forceinline__ void fwd_epilogue(const FwdParams& p, const FwdSmem<Tr>& sm,
                                              const FwdWork<Tr>& w, int wg, int k, int first_row,
                                              int thread_in_wg, const float (&inv_sum)[2],
                                              const float (&lse)[2],
-                                             float (&o)[Tr::kOAcc]) {
+                                             float (&o)[OAcc]) {
   const int lane = thread_in_wg % 32;
   const uint32_t o_rows = sm.o_buffer(k) + Tr::warpgroup_rows_offset(wg);
 #pragma unroll

@@ -53,13 +53,24 @@ struct TurnScheduler {
 };
 
 // The mainloop state of one consumer warpgroup (query rows [64 wg, 64 wg + 64) of the block).
-template <class Tr>
+// SumByMma: the softmax row sums come from the PV GEMM (FwdConfig::row_sum_mma, on the path
+// of calls without an LSE), 8 columns wider than O; otherwise from fp32 FADDs.
+template <class Tr, bool SumByMma = false>
 struct ConsumerMainloop {
+  static_assert(!SumByMma || Tr::kRowSumMma, "the PV GEMM sums rows against V's ones chunk");
+  // A consumer thread's O accumulators: its part of the 64 x head_dim O, then (SumByMma)
+  // of the PV GEMM's 8 columns of row sums.
+  static constexpr int kOAcc = Tr::kHeadDim / 2 + (SumByMma ? 4 : 0);
+  // Half-width blocks (FwdConfig::half_blocks), but not on the fp32-sum path of a kernel
+  // with the row sums by the PV GEMM: there they made ptxas serialize every wgmma of the
+  // _cr_ls_hb kernels (the two paths share one register allocation), as they do in the
+  // _cr_hb kernels without _ls. That path computes its blocks at full width, exact either way.
+  static constexpr bool kHalfBlocks = Tr::kHalfBlocks && (SumByMma || !Tr::kRowSumMma);
   const FwdParams& p;
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;
   uint32_t q_rows;  // this warpgroup's rows of the Q tile (of the tile's Q buffer)
-  tile::OnlineSoftmax<Tr::kConditionalRescale, Tr::kIntMax> softmax;
+  tile::OnlineSoftmax<Tr::kConditionalRescale, Tr::kIntMax, SumByMma> softmax;
   tile::PipelineState<Tr::kStages> next_stage;  // K/V stage of the next key block, across tiles
   bool is_loader = false;     // without warp specialization: this thread issues the loads
   InlineLoader<Tr> loader{};
@@ -87,7 +98,7 @@ struct ConsumerMainloop {
   // of whole steps (with_half): ptxas serializes every wgmma of a kernel where one group's
   // issue is split over branches.
   __device__ __forceinline__ bool upper_half_masked(int n_block) const {
-    if constexpr (!Tr::kHalfBlocks) return false;
+    if constexpr (!kHalfBlocks) return false;
     return fa3::upper_half_masked<Tr>(p, first_row, n_block);
   }
   // The keys of a block a step covers, and the first part of S and P that holds them.
@@ -119,11 +130,11 @@ struct ConsumerMainloop {
   }
   // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
   template <bool Half = false>
-  __device__ __forceinline__ void issue_pv(float (&o)[Tr::kOAcc],
+  __device__ __forceinline__ void issue_pv(float (&o)[kOAcc],
                                            uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                            const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>>(
-        o, p_frag, sm.v_stage(st.index));
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>,
+                     SumByMma ? 8 : 0>(o, p_frag, sm.v_stage(st.index));
   }
   // Lines 18-19: for key block n_block, masks the scores (Mask: the block straddles the causal
   // diagonal or seqlen_k), turns them into P~ in place, and returns the factor O must be
@@ -151,7 +162,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ int masked_iterations(int n_blocks) const {
     return masked_blocks<Tr>(p, first_row, n_blocks);
   }
-  __device__ __forceinline__ static void rescale_o(float (&o)[Tr::kOAcc],
+  __device__ __forceinline__ static void rescale_o(float (&o)[kOAcc],
                                                    const float (&rescale)[2]) {
     // The lazy row max (RowMax::Lazy*): the softmax keeps a row's max until it grows by more than
     // tile::kLazyMaxSlack, and the factor is exactly 1 until then, so a warp none of whose
@@ -159,7 +170,21 @@ struct ConsumerMainloop {
     if constexpr (Tr::kConditionalRescale)
       if (!__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) return;
 #pragma unroll
-    for (int e = 0; e < Tr::kOAcc; ++e) o[e] *= rescale[tile::AccLayout::half(e)];
+    for (int e = 0; e < kOAcc; ++e) o[e] *= rescale[tile::AccLayout::half(e)];  // l too
+  }
+  // SumByMma: lines 24-25's factors from the rows' max and the sums the PV GEMM left in O's
+  // last accumulators (every one of their columns holds its row's l).
+  __device__ __forceinline__ static void finalize_from_o(const float (&row_max)[2],
+                                                         const float (&o)[kOAcc],
+                                                         float (&inv_sum)[2], float (&lse)[2]) {
+    const float l[2] = {o[Tr::kHeadDim / 2], o[Tr::kHeadDim / 2 + 2]};
+    tile::row_factors(row_max, l, inv_sum, lse);
+  }
+  // Line 24 for the tile whose last PV has completed: 1/l and the LSE per row.
+  __device__ __forceinline__ void finalize(const float (&o)[kOAcc], float (&inv_sum)[2],
+                                           float (&lse)[2]) const {
+    if constexpr (SumByMma) finalize_from_o(softmax.row_max, o, inv_sum, lse);
+    else softmax.finalize(inv_sum, lse);
   }
   // One lane per warp hands a stage back, once the warp's wgmma reading it has completed.
   // Without warp specialization the loading thread then refills it (waiting for the others).
@@ -188,7 +213,7 @@ struct ConsumerMainloop {
   // half-width blocks), so that each arm holds whole wgmma groups, issue to wait.
   template <class Body>
   __device__ __forceinline__ static void with_half(bool half, Body&& body) {
-    if constexpr (Tr::kHalfBlocks) {
+    if constexpr (kHalfBlocks) {
       if (half) body(std::true_type{});
       else body(std::false_type{});
     } else {
@@ -212,7 +237,7 @@ struct ConsumerMainloop {
   }
   // The pipelined loops' close: O += P V of the last block, in a turn of its own, waited for.
   // (half: the block is half-width.)
-  __device__ __forceinline__ void last_pv(float (&o)[Tr::kOAcc],
+  __device__ __forceinline__ void last_pv(float (&o)[kOAcc],
                                           uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                           const tile::PipelineState<Tr::kStages>& st,
                                           const TurnScheduler<Tr>& turns, bool half = false) {
@@ -258,7 +283,7 @@ struct ConsumerMainloop {
     tile::PipelineState<Tr::kStages> v_st;      // stage of the block P_cur belongs to
     // Half-width blocks: P_cur's block is half-width. (Other kernels carry no flag at all: their
     // code stays what it was without half blocks.)
-    std::conditional_t<Tr::kHalfBlocks, bool, NoHalfFlag> p_half{};
+    std::conditional_t<kHalfBlocks, bool, NoHalfFlag> p_half{};
   };
 
   // Lines 8-16 around two hooks: QK^T of the block in stage x.k_st and PV of P_cur (V in
@@ -266,7 +291,7 @@ struct ConsumerMainloop {
   // PV GEMM (lines 13-14); after_pv() runs once O is complete, before P_next is converted.
   // QkHalf, PvHalf (half-width blocks): S_next's block, P_cur's block is half-width.
   template <bool QkHalf = false, bool PvHalf = false, class SoftmaxAndWait, class AfterPv>
-  __device__ __forceinline__ void step(float (&o)[Tr::kOAcc], Pipelined& x,
+  __device__ __forceinline__ void step(float (&o)[kOAcc], Pipelined& x,
                                        const TurnScheduler<Tr>& turns,
                                        SoftmaxAndWait&& softmax_and_wait, AfterPv&& after_pv) {
     // Without warp specialization ptxas keeps the stages per thread (see warp_uniform).
@@ -295,7 +320,7 @@ struct ConsumerMainloop {
   // Lines 8-16 for key block n_block. With half-width blocks a masked block may be half-width,
   // and so may the block before it in visiting order (PvMayBeHalf), whose PV this step issues.
   template <bool Mask, bool PvMayBeHalf = Mask>
-  __device__ __forceinline__ void pipelined_step(float (&o)[Tr::kOAcc], int n_block,
+  __device__ __forceinline__ void pipelined_step(float (&o)[kOAcc], int n_block,
                                                  Pipelined& x, const TurnScheduler<Tr>& turns) {
     // A half block's P is zero past its first half (to_p_frag), so a full-width PV of it is
     // exact: masked steps, rare in the loop, get arms for their QK^T only (fewer copies of
@@ -313,7 +338,7 @@ struct ConsumerMainloop {
     }
   }
   template <bool Mask, bool QkHalf, bool PvHalf>
-  __device__ __forceinline__ void pipelined_step_as(float (&o)[Tr::kOAcc], int n_block,
+  __device__ __forceinline__ void pipelined_step_as(float (&o)[kOAcc], int n_block,
                                                     Pipelined& x, const TurnScheduler<Tr>& turns) {
     static_assert(Mask || !QkHalf, "only a masked block is half-width");
     step<QkHalf, PvHalf>(o, x, turns, [&] {
@@ -353,7 +378,7 @@ struct ConsumerMainloop {
     x.k_st.advance();
   }
   // Lines 7-17: the steps after open_tile. Leaves the last block's PV to the caller.
-  __device__ __forceinline__ void pipelined_steps(float (&o)[Tr::kOAcc], int n_blocks,
+  __device__ __forceinline__ void pipelined_steps(float (&o)[kOAcc], int n_blocks,
                                                   int n_masked, Pipelined& x,
                                                   const TurnScheduler<Tr>& turns) {
     int it = 1;  // line 7
@@ -364,13 +389,13 @@ struct ConsumerMainloop {
       for (; it < n_masked; ++it) pipelined_step<true>(o, n_blocks - 1 - it, x, turns);
       // The first unmasked step issues the PV of the last masked block (visited by the loop
       // above, or first: by open_tile or a boundary step).
-      if constexpr (Tr::kHalfBlocks)
+      if constexpr (kHalfBlocks)
         if (it < n_blocks) pipelined_step<false, true>(o, n_blocks - 1 - it++, x, turns);
       for (; it < n_blocks; ++it) pipelined_step<false>(o, n_blocks - 1 - it, x, turns);
     }
   }
 
-  __device__ __forceinline__ void run_pipelined(float (&o)[Tr::kOAcc], int n_blocks,
+  __device__ __forceinline__ void run_pipelined(float (&o)[kOAcc], int n_blocks,
                                                 const TurnScheduler<Tr>& turns) {
     Pipelined x;
     x.k_st = next_stage;
@@ -389,13 +414,13 @@ struct ConsumerMainloop {
   // the PV, then `epilogue` finishes the previous tile's O once the PV is done (and leaves
   // O zeroed for the next tile).
   template <class Epilogue>
-  __device__ __forceinline__ void boundary_step(float (&o)[Tr::kOAcc], int next_n_blocks,
+  __device__ __forceinline__ void boundary_step(float (&o)[kOAcc], int next_n_blocks,
                                                 int next_n_masked, Pipelined& x,
                                                 const TurnScheduler<Tr>& turns,
                                                 Epilogue&& epilogue) {
     // (upper_half_masked reads the rows of the next tile: enter_tile has set them. The
     // previous tile's last PV goes at full width: exact, see pipelined_step.)
-    const bool qk_half = Tr::kHalfBlocks && first_visited_masked(next_n_blocks, next_n_masked) &&
+    const bool qk_half = kHalfBlocks && first_visited_masked(next_n_blocks, next_n_masked) &&
                          upper_half_masked(visited_block<Tr>(0, next_n_blocks));
     with_half(qk_half, [&](auto qk_tag) {
       constexpr bool kQkHalf = decltype(qk_tag)::value;

@@ -12,8 +12,8 @@
 namespace fa3 {
 
 // Paper Algorithm 1, lines 15-23: each GEMM is waited for before the softmax that needs it.
-template <bool Mask, class Tr>
-__device__ __forceinline__ void sequential_step(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <bool Mask, class Tr, bool S>
+__device__ __forceinline__ void sequential_step(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                 int n_block, tile::PipelineState<Tr::kStages>& st,
                                                 const TurnScheduler<Tr>& turns) {
   float s[Tr::kBlockN / 2];
@@ -37,8 +37,8 @@ __device__ __forceinline__ void sequential_step(ConsumerMainloop<Tr>& m, float (
   st.advance();
 }
 
-template <class Tr>
-__device__ __forceinline__ void run_sequential(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void run_sequential(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                int n_blocks, const TurnScheduler<Tr>& turns) {
   static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
   tile::PipelineState<Tr::kStages> st = m.next_stage;
@@ -57,10 +57,10 @@ __device__ __forceinline__ void run_sequential(ConsumerMainloop<Tr>& m, float (&
 // HGMMAs, the PV HGMMAs packed, one wait at the end. Measured 1-5% slower than run_pipelined
 // on an H100: the row max no longer runs under the PV GEMM, and the rescale holds the
 // pingpong turn longer.
-template <bool Mask, class Tr>
-__device__ __forceinline__ void b2_step(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <bool Mask, class Tr, bool S>
+__device__ __forceinline__ void b2_step(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                         int n_block_done,
-                                        typename ConsumerMainloop<Tr>::Pipelined& x,
+                                        typename ConsumerMainloop<Tr, S>::Pipelined& x,
                                         const TurnScheduler<Tr>& turns) {
   m.template softmax_block<Mask>(x.s, n_block_done, x.rescale);
   m.to_p_frag(x.s, x.p_frag);
@@ -80,11 +80,11 @@ __device__ __forceinline__ void b2_step(ConsumerMainloop<Tr>& m, float (&o)[Tr::
   x.k_st.advance();
 }
 
-template <class Tr>
-__device__ __forceinline__ void run_b2_order(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void run_b2_order(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                              int n_blocks, const TurnScheduler<Tr>& turns) {
   static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
-  typename ConsumerMainloop<Tr>::Pipelined x;
+  typename ConsumerMainloop<Tr, S>::Pipelined x;
   x.k_st = m.next_stage;
   const int n_masked = m.masked_iterations(n_blocks);
   m.first_qk(x.s, x.k_st, turns);  // its softmax opens step 1
@@ -105,8 +105,9 @@ __device__ __forceinline__ void run_b2_order(ConsumerMainloop<Tr>& m, float (&o)
 }
 
 // A tile's key blocks (n_blocks > 0) in every loop form but the production one.
-template <class Tr>
-__device__ __forceinline__ void run_other_loop(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void run_other_loop(ConsumerMainloop<Tr, S>& m,
+                                               float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                int n_blocks, const TurnScheduler<Tr>& turns) {
   if constexpr (Tr::kLoop == Loop::ThreeStage) lab::run_three_stage(m, o, n_blocks, turns);
   else if constexpr (Tr::kLoop == Loop::DoubleP) lab::run_double_p(m, o, n_blocks, turns);

@@ -15,8 +15,8 @@ template <class Tr>
 using PFrag = uint32_t[Tr::kBlockN / 16][4];
 
 // How many of the steps it = 1 .. n_blocks - 1 (the blocks after the first) need the mask.
-template <class Tr>
-__device__ __forceinline__ int masked_steps(const ConsumerMainloop<Tr>& m, int n_blocks) {
+template <class Tr, bool S>
+__device__ __forceinline__ int masked_steps(const ConsumerMainloop<Tr, S>& m, int n_blocks) {
   return min(n_blocks - 1, max(0, m.masked_iterations(n_blocks) - 1));
 }
 
@@ -67,8 +67,8 @@ struct DoubleP {
   bool pv_in_flight = false;               // whether a PV (of v_old's block) is pending
 };
 
-template <bool Mask, class Tr>
-__device__ __forceinline__ void double_p_step(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <bool Mask, class Tr, bool S>
+__device__ __forceinline__ void double_p_step(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                               int n_block, DoubleP<Tr>& x, PFrag<Tr>& p_cur,
                                               PFrag<Tr>& p_next, const TurnScheduler<Tr>& turns) {
   m.sm.k_pipe.consumer_wait(x.k_st);
@@ -93,8 +93,8 @@ __device__ __forceinline__ void double_p_step(ConsumerMainloop<Tr>& m, float (&o
 }
 
 // The last PV, with P_last in p_last.
-template <class Tr>
-__device__ __forceinline__ void double_p_finish(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void double_p_finish(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                 DoubleP<Tr>& x, PFrag<Tr>& p_last,
                                                 const TurnScheduler<Tr>& turns) {
   m.release_q();
@@ -111,8 +111,8 @@ __device__ __forceinline__ void double_p_finish(ConsumerMainloop<Tr>& m, float (
   m.release_v(x.v_cur);
 }
 
-template <class Tr>
-__device__ __forceinline__ void run_double_p(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void run_double_p(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                              int n_blocks, const TurnScheduler<Tr>& turns) {
   static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
   DoubleP<Tr> x;
@@ -146,8 +146,8 @@ struct ThreeStage {
 };
 
 // HasNext: a compile-time choice, as a conditional wgmma makes ptxas serialize them all.
-template <bool Mask, bool HasNext, class Tr>
-__device__ __forceinline__ void three_stage_step(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <bool Mask, bool HasNext, class Tr, bool S>
+__device__ __forceinline__ void three_stage_step(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                  int it, int n_blocks, ThreeStage<Tr>& x,
                                                  float (&s_cur)[Tr::kBlockN / 2],
                                                  float (&s_next)[Tr::kBlockN / 2],
@@ -179,8 +179,8 @@ __device__ __forceinline__ void three_stage_step(ConsumerMainloop<Tr>& m, float 
   x.v_st.advance();
 }
 
-template <class Tr>
-__device__ __forceinline__ void run_three_stage(ConsumerMainloop<Tr>& m, float (&o)[Tr::kOAcc],
+template <class Tr, bool S>
+__device__ __forceinline__ void run_three_stage(ConsumerMainloop<Tr, S>& m, float (&o)[ConsumerMainloop<Tr, S>::kOAcc],
                                                 int n_blocks, const TurnScheduler<Tr>& turns) {
   static_assert(!Tr::kAscending, "ascending: the plain pipelined loop only");
   ThreeStage<Tr> x;
