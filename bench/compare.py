@@ -8,23 +8,26 @@ The grid is the FlashAttention-3 paper's (Section 4.1): seqlen 512..16k, batch =
 head_dim, halved for causal.
 
 Systems (--systems): fa3 (this build's libfa3: $FA3_LIBRARY, else the source tree's
-build/libfa3.so), cudnn and flash (SDPA's cuDNN and FlashAttention-2 backends), fa3-prev
-(another libfa3 file, --prev-lib, loaded next to this one through fa3.open_library) and
+build/libfa3.so), fa3-lse (the same, asked for the LSE as training does: the kernels with the
+row sums by the PV GEMM take their fp32-sum path), cudnn and flash (SDPA's cuDNN and
+FlashAttention-2 backends), fa3-prev (another libfa3 file, --prev-lib, loaded next to this
+one through fa3.open_library) and
 fa3-public (the public FlashAttention-3's flash_attn_interface.flash_attn_func, from
 --public-fa3 DIR or wherever Python finds it).
 
 --side-by-side is this build against the previous one and the public FA3: systems
-fa3,fa3-prev,fa3-public by default (cudnn or flash on request), bf16 and fp16, more rounds
-(twice the number of systems, 10 calls each), and a CSV and a markdown table per dtype with
-the ratios this/prev and this/public (--out-dir). It prints its time estimate first and its
-real time last (docs/bench.md, "Side by side").
+fa3,fa3-lse,fa3-prev,fa3-public by default (cudnn or flash on request), bf16 and fp16, more
+rounds (twice the number of systems, 10 calls each), and a CSV and a markdown table per dtype
+with the ratios this/prev, this/public and lse/public (--out-dir). It prints its time estimate
+first and its real time last (docs/bench.md, "Side by side").
 
 Method, the same for every system:
 - the same inputs: several sets of (q, k, v) in fa3's layout (batch, seqlen, heads,
   head_dim), enough that one pass over them exceeds twice the L2 cache; calls rotate over
   the sets so no call finds its inputs in L2. SDPA takes (batch, heads, seqlen, head_dim):
   it gets .transpose(1, 2) views of the very same storage (physically BSHD), which both
-  of its backends read without a copy. fa3, fa3-prev and fa3-public take the BSHD tensors.
+  of its backends read without a copy. fa3, fa3-lse, fa3-prev and fa3-public take the BSHD
+  tensors.
 - before timing, each system's output on set 0 is compared with a float32 SDPA (math
   backend, no TF32) reference on batch 0, the first two heads, every row; a system whose
   max |difference| exceeds its tolerance is marked WRONG and not timed.
@@ -139,14 +142,14 @@ SIDE_BY_SIDE_ROUNDS_PER_SYSTEM = 2
 SIDE_BY_SIDE_CALLS_PER_ROUND = 10
 
 # Every system compare.py knows; which ones run is --systems.
-SYSTEM_KEYS = ("fa3", "fa3-prev", "fa3-public", "cudnn", "flash")
-SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-prev", "fa3-public")
+SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public", "cudnn", "flash")
+SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public")
 # (numerator, denominator, heading): the ratios of median TFLOPS shown when both run.
 RATIOS = (("fa3", "cudnn", "fa3/cuDNN"), ("fa3", "fa3-prev", "this/prev"),
-          ("fa3", "fa3-public", "this/public"))
+          ("fa3", "fa3-public", "this/public"), ("fa3-lse", "fa3-public", "lse/public"))
 
-LAYOUTS = ("fa3, fa3-prev, fa3-public: q, k, v, out contiguous (batch, seqlen, heads, "
-           "head_dim). SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
+LAYOUTS = ("fa3, fa3-lse, fa3-prev, fa3-public: q, k, v, out contiguous (batch, seqlen, "
+           "heads, head_dim). SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
            ".transpose(1, 2) (strides S*H*D, D, H*D, 1); its output is (B, H, S, D).")
 
 
@@ -236,6 +239,14 @@ def fa3_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
     return fa3.forward(q, k, v, causal=causal)
 
 
+def fa3_lse_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                 causal: bool) -> "torch.Tensor":
+    # As training calls it: with the LSE (the kernels with the row sums by the PV GEMM then
+    # take their fp32-sum path), as the public FA3 always computes it.
+    out, _ = fa3.forward(q, k, v, causal=causal, return_lse=True)
+    return out
+
+
 def sdpa_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
               causal: bool) -> "torch.Tensor":
     # Views of our BSHD storage in SDPA's (B, H, S, D); seqlen_q == seqlen_k, so PyTorch's
@@ -259,6 +270,7 @@ def all_systems() -> dict[str, System]:
     import_torch()
     return {
         "fa3": System("fa3", "fa3", fa3_call),
+        "fa3-lse": System("fa3-lse", "fa3 with the LSE", fa3_lse_call),
         "cudnn": System("cudnn", "cuDNN (SDPA)", sdpa_call,
                         lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)),
         "flash": System("flash", "FA2 (SDPA flash)", sdpa_call,
@@ -632,7 +644,7 @@ def column_name(key: str) -> str:
 
 def ratio_column(numerator: str, denominator: str) -> str:
     """this_over_prev, this_over_public, fa3_over_cudnn."""
-    names = {"fa3": "this", "fa3-prev": "prev", "fa3-public": "public"}
+    names = {"fa3": "this", "fa3-lse": "lse", "fa3-prev": "prev", "fa3-public": "public"}
     if denominator in ("fa3-prev", "fa3-public"):
         return f"{names[numerator]}_over_{names[denominator]}"
     return f"{column_name(numerator)}_over_{column_name(denominator)}"
@@ -869,8 +881,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
     parser.add_argument("--systems", type=name_list, default=None,
                         help=f"comma list of {', '.join(SYSTEM_KEYS)} (default fa3,cudnn,flash; "
-                             f"--side-by-side: fa3, fa3-prev with --prev-lib, fa3-public when "
-                             f"importable)")
+                             f"--side-by-side: fa3, fa3-lse, fa3-prev with --prev-lib, "
+                             f"fa3-public when importable)")
     parser.add_argument("--side-by-side", action="store_true",
                         help="this build against the previous one (--prev-lib) and the public "
                              "FA3 (--public-fa3): the defaults above, tables in --out-dir")

@@ -93,14 +93,15 @@ def test_side_by_side_defaults(compare: ModuleType, tmp_path: Path) -> None:
     prev = tmp_path / "libfa3.so"
     prev.write_bytes(b"")
     args = compare.parse_args(["--side-by-side", "--prev-lib", str(prev)])
-    assert args.systems == ["fa3", "fa3-prev", "fa3-public"]
+    # fa3 as inference calls it (no LSE) and as training does (with the LSE).
+    assert args.systems == ["fa3", "fa3-lse", "fa3-prev", "fa3-public"]
     assert args.dtype == ["bf16", "fp16"]
     # Each system first in two rounds, 10 calls a round.
-    assert (args.rounds, args.iters, args.warmup) == (6, 60, 5)
+    assert (args.rounds, args.iters, args.warmup) == (8, 80, 5)
     # Without --prev-lib the previous build is left out, not an error.
     alone = compare.parse_args(["--side-by-side", "--dtype", "bf16"])
-    assert alone.systems == ["fa3", "fa3-public"]
-    assert (alone.dtype, alone.rounds, alone.iters) == (["bf16"], 4, 40)
+    assert alone.systems == ["fa3", "fa3-lse", "fa3-public"]
+    assert (alone.dtype, alone.rounds, alone.iters) == (["bf16"], 6, 60)
     # FA2 and cuDNN on request; the rounds follow the number of systems.
     more = compare.parse_args(["--side-by-side", "--prev-lib", str(prev),
                                "--systems", "fa3,fa3-prev,fa3-public,cudnn,flash"])

@@ -10,9 +10,10 @@
 # and of fa3-sass's Appendix B.2 check (_ov_b2_pp). test/test_registry.cpp fails when a table
 # kernel is missing here or when the list grows past kProductionForwardBudget.
 FWD_PRODUCTION_KERNELS := \
-  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_dy_qr \
-  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_dy_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
@@ -21,14 +22,12 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
   fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal \
   fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_qr_causal \
-  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_causal \
-  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
   fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
-  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_ov \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_dy_qr \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal \
@@ -39,12 +38,12 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
   fa3_fwd_f16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal \
   fa3_fwd_f16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_qr_causal \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_causal \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
   \
   fa3_fwd_f16_d128_m128_n128_s2_w2 \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_pp \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_nows \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_b2_pp
