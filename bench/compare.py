@@ -8,8 +8,8 @@ The grid is the FlashAttention-3 paper's (Section 4.1): seqlen 512..16k, batch =
 head_dim, halved for causal.
 
 Systems (--systems): fa3 (this build's libfa3: $FA3_LIBRARY, else the source tree's
-build/libfa3.so), fa3-lse (the same, asked for the LSE as training does: the kernels with the
-row sums by the PV GEMM take their fp32-sum path), cudnn and flash (SDPA's cuDNN and
+build/libfa3.so), fa3-lse (the same, asked for the LSE as training does: an _ls pick then runs
+its twin without _ls, which sums the rows in fp32), cudnn and flash (SDPA's cuDNN and
 FlashAttention-2 backends), fa3-prev (another libfa3 file, --prev-lib, loaded next to this
 one through fa3.open_library) and
 fa3-public (the public FlashAttention-3's flash_attn_interface.flash_attn_func, from
@@ -241,8 +241,8 @@ def fa3_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
 
 def fa3_lse_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                  causal: bool) -> "torch.Tensor":
-    # As training calls it: with the LSE (the kernels with the row sums by the PV GEMM then
-    # take their fp32-sum path), as the public FA3 always computes it.
+    # As training calls it: with the LSE (an _ls pick then runs its twin without _ls, which
+    # sums the rows in fp32), as the public FA3 always computes it.
     out, _ = fa3.forward(q, k, v, causal=causal, return_lse=True)
     return out
 

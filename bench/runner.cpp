@@ -177,8 +177,8 @@ Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelC
                             const Reference* ref, float* lse, ResultRow* row,
                             std::vector<double>* samples) {
   if (ref) {
-    // Twice: with the LSE (O and LSE checked), and O alone as it is timed, since a kernel
-    // with the row sums by the PV GEMM runs another consumer path when no LSE is asked for.
+    // Twice: with the LSE (O and LSE checked), and O alone as it is timed, since a call with
+    // an LSE runs an _ls kernel's twin (fa3_forward), a call without one the kernel itself.
     CheckResult check, o_only;
     Outcome o = check_output(
         p, in, *ref, [&] { return launch_fa3(p, in.set(0), k, lse); }, lse, &check);

@@ -59,10 +59,19 @@ Error select_kernel(fa3_handle* h, const fa3::ForwardProblem& prob, const fa3::K
   return Error::ok();
 }
 
+// Launches `kernel`, or its twin without the row sums by the PV GEMM when the call asks for
+// the LSE (fa3::kernel_for_call).
 Error forward_with(fa3_handle* h, const fa3::KernelInfo& kernel, const fa3::ForwardProblem& prob,
                    const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v, fa3_tensor* o,
                    float* lse, void* stream) {
-  return fa3::launch_forward(h, kernel, prob, *q, *k, *v, *o, lse, static_cast<CUstream>(stream));
+  const fa3::KernelInfo* run = fa3::kernel_for_call(kernel, lse != nullptr, fa3::compiled_kernels());
+  if (!run)
+    return make_error(FA3_ERR_UNSUPPORTED,
+                      "lse is not NULL, and kernel " + kernel.name +
+                          " sums the softmax rows by the PV GEMM (_ls, exact for O, not for the "
+                          "LSE), and none of its twins without _ls, which would compute the LSE, "
+                          "is compiled into this library");
+  return fa3::launch_forward(h, *run, prob, *q, *k, *v, *o, lse, static_cast<CUstream>(stream));
 }
 
 }  // namespace

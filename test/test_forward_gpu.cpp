@@ -385,8 +385,8 @@ TEST_CASE("every compiled forward kernel matches the reference", "[gpu][forward]
   uint64_t seed = 77;
   for (const std::string& name : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(name);
-    // Kernels with the row sums by the PV GEMM have a second consumer path, taken by calls
-    // that ask for no LSE: both are checked.
+    // A kernel with the row sums by the PV GEMM runs for calls without an LSE; a call with
+    // one runs its twin: both are checked.
     for (const bool with_lse : {true, false}) {
       if (!with_lse && !config.row_sum_mma) continue;
       for (const KernelShape& shape : shapes) {
@@ -416,7 +416,8 @@ TEST_CASE("kernels with a lazy row max follow rows whose scores keep growing",
   for (const std::string& name : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(name);
     if (!config.conditional_rescale()) continue;
-    // (A moved max rescales l too: on the path of calls without an LSE, the PV GEMM's l.)
+    // (A moved max rescales l too: for an _ls kernel, the PV GEMM's l, in calls without an
+    // LSE.)
     for (const bool with_lse : {true, false}) {
       if (!with_lse && !config.row_sum_mma) continue;
       for (const float ramp : {12.0f, -12.0f}) {
@@ -634,8 +635,7 @@ TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]
     INFO(c.describe());
     check_outcome(runner.run(c, seed++));
   }
-  // Calls that ask for no LSE: kernels with the row sums by the PV GEMM take their other
-  // consumer path (the table picks them for d64 and d128).
+  // Calls that ask for no LSE: the table's _ls picks (d64, d128) run, not their twins.
   for (const int i : {4, 6, 7, 8}) {
     Case c = cases[i];
     c.with_lse = false;

@@ -489,6 +489,32 @@ TEST_CASE("every lab kernel name parses and prints back unchanged", "[cpu][regis
   }
 }
 
+TEST_CASE("every production kernel with PV-GEMM row sums has an LSE twin in production",
+          "[cpu][registry]") {
+  const std::set<std::string> production = production_kernels();
+  for (const std::string& name : production) {
+    const auto cfg = fa3::parse_fwd_kernel_name(name);
+    REQUIRE(cfg);
+    if (!cfg->row_sum_mma) continue;
+    const std::vector<std::string> twins = fa3::fwd_lse_twin_names(*cfg);
+    INFO(name << " serves calls without an LSE; calls with one run the first of its twins in "
+              "the library, and one must be in FWD_PRODUCTION_KERNELS too");
+    CHECK(std::any_of(twins.begin(), twins.end(),
+                      [&](const std::string& t) { return production.count(t) == 1; }));
+  }
+  CHECK(fa3::fwd_lse_twin_names(*fa3::parse_fwd_kernel_name(
+            "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr")) ==
+        std::vector<std::string>{"fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr",
+                                 "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_dy_qr",
+                                 "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_qr"});
+  CHECK(fa3::fwd_lse_twin_names(*fa3::parse_fwd_kernel_name(
+            "fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal")) ==
+        std::vector<std::string>{"fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_causal",
+                                 "fa3_fwd_f16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal"});
+  CHECK(fa3::fwd_lse_twin_names(*fa3::parse_fwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp"))
+            .empty());
+}
+
 TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][registry]") {
   const std::set<std::string> production = production_kernels();
   const std::set<std::string> lab = lab_kernels();

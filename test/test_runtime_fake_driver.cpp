@@ -167,7 +167,11 @@ TEST_CASE("fake driver: the launch carries the problem", "[cpu][runtime]") {
   const unsigned tiles = m_blocks * 8 * 3;  // query blocks x heads x batch
   CHECK(grid == (cfg->persistent() ? std::min(tiles, 132u) : tiles));  // the fake has 132 SMs
   CHECK(block == static_cast<unsigned>(cfg->threads()));
-  CHECK(smem == fa3::FwdSmemLayout::of(*cfg).total_bytes);
+  // (With an LSE, a pick with the row sums by the PV GEMM runs its twin without them.)
+  const fa3::KernelInfo* ran =
+      fa3::kernel_for_call(*fa3::find_compiled_kernel(kernel), true, fa3::compiled_kernels());
+  REQUIRE(ran);
+  CHECK(smem == fa3::FwdSmemLayout::of(ran->fwd).total_bytes);
   CHECK(params.seqlen_q == 1000);
   CHECK(params.seqlen_k == 700);
   CHECK(params.heads == 8);
@@ -458,3 +462,39 @@ TEST_CASE("fake driver: failures launch nothing and say what failed", "[cpu][run
   }
   fa3_destroy(h);
 }
+
+TEST_CASE("fake driver: a call with an LSE runs the twin of a kernel with PV-GEMM row sums",
+          "[cpu][runtime]") {
+  const fa3::KernelInfo* ls = nullptr;
+  for (const fa3::KernelInfo& k : fa3::compiled_kernels())
+    if (k.fwd.row_sum_mma && k.fwd.dtype == fa3::DType::BF16 && k.fwd.head_dim == 128) ls = &k;
+  if (!ls) {
+    WARN("no bf16 d128 _ls kernel in this library: nothing to test");
+    return;
+  }
+  INFO(ls->name);
+  const fa3::KernelInfo* twin = fa3::kernel_for_call(*ls, true, fa3::compiled_kernels());
+  REQUIRE(twin);
+  CHECK_FALSE(twin->fwd.row_sum_mma);
+  // The two differ in their shared memory (the ones after each V stage): the launch says
+  // which one ran.
+  REQUIRE(fa3::FwdSmemLayout::of(ls->fwd).total_bytes != fa3::FwdSmemLayout::of(twin->fwd).total_bytes);
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  pr.p.causal = ls->fwd.causal ? 1 : 0;
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams params;
+  REQUIRE(fa3_forward_with_kernel(h, ls->name.c_str(), &pr.q, &pr.k, &pr.v, &pr.o, nullptr, &pr.p,
+                                  nullptr) == FA3_OK);
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(smem == fa3::FwdSmemLayout::of(ls->fwd).total_bytes);
+  CHECK(params.lse == nullptr);
+  REQUIRE(fa3_forward_with_kernel(h, ls->name.c_str(), &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                  nullptr) == FA3_OK);
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+  CHECK(smem == fa3::FwdSmemLayout::of(twin->fwd).total_bytes);
+  CHECK(params.lse == pr.lse);
+  fa3_destroy(h);
+}
+

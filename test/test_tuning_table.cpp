@@ -481,14 +481,17 @@ TEST_CASE("select picks the entry whose ranges hold the problem", "[cpu][tuning]
   }
 }
 
-// Every kernel src/kernels/kernels.mk builds (FWD_TILES x {f16, bf16}), independent of which
+// Every kernel src/kernels/kernels.mk builds (production and lab), independent of which
 // cubins this build compiled. Tests run from the repository root.
 std::vector<KernelInfo> kernels_of_kernels_mk() {
   std::ifstream mk("src/kernels/kernels.mk");
   std::vector<KernelInfo> list;
   std::string word;
+  // The production names in full, the lab's tiles for both dtypes.
   while (mk >> word)
-    if (word.rfind("d", 0) == 0 && word.find("_m") != std::string::npos)
+    if (word.rfind("fa3_fwd_", 0) == 0 && word.find('$') == std::string::npos)
+      list.push_back(fake_kernel(word));
+    else if (word.rfind("d", 0) == 0 && word.find("_m") != std::string::npos)
       for (const char* dtype : {"f16", "bf16"})
         list.push_back(fake_kernel(std::string("fa3_fwd_") + dtype + "_" + word));
   return list;
@@ -528,4 +531,33 @@ TEST_CASE("fwd_config_json writes every config field", "[cpu][tuning]") {
         "\"half_blocks\":false,\"pingpong\":true,\"tiles\":\"per_cta\","
         "\"dynamic_schedule\":false,\"q_in_registers\":false,\"evict_first_q_o\":false,"
         "\"evict_last_kv\":false,\"cluster_m\":1,\"producer\":\"warpgroup\",\"causal\":true}");
+}
+
+TEST_CASE("an entry's _ls kernel needs a twin for the calls that ask for the LSE",
+          "[cpu][tuning]") {
+  const std::string ls = "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr";
+  Json doc = valid_table();
+  doc["entries"][kBf16D128]["kernel"] = ls;
+  std::vector<KernelInfo> kernels = test_kernels();
+  kernels.push_back(fake_kernel(ls));
+  TuningTable t;
+  Error e = TuningTable::parse(doc.dump(), "t.json", kernels, &t);
+  REQUIRE(e.status == FA3_ERR_TUNING_TABLE);
+  CHECK(e.message == kPrefix + "entries[8].kernel \"" + ls +
+                         "\" sums the softmax rows by the PV GEMM (_ls), so the calls that ask "
+                         "for the LSE run a twin without _ls, and none is compiled into the "
+                         "library (fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr, "
+                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_dy_qr, "
+                         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_qr)");
+  // Any of the twins will do; the first one compiled runs.
+  kernels.push_back(fake_kernel("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_qr"));
+  e = TuningTable::parse(doc.dump(), "t.json", kernels, &t);
+  INFO(e.message);
+  CHECK_FALSE(e.failed());
+  const KernelInfo* pick = t.select({Direction::Forward, DType::BF16, 128, false, 4096, 4096});
+  REQUIRE(pick);
+  CHECK(pick->name == ls);
+  CHECK(kernel_for_call(*pick, false, kernels)->name == ls);
+  CHECK(kernel_for_call(*pick, true, kernels)->name ==
+        "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_qr");
 }

@@ -61,7 +61,11 @@ fa3_status fa3_destroy(fa3_handle* h);
 /* O = softmax(scale * Q K^T) V, per (batch, head); K/V head of query head i is
  * i / (q->heads / k->heads) (GQA/MQA, no duplication). q, k, v, o: F16 or BF16, all the same;
  * head_dim 64, 128 or 256. lse: NULL or fp32 (batch, heads, seqlen_q) contiguous, the natural
- * log-sum-exp of the scaled scores; rows with nothing to attend get O = 0 and LSE = -inf.
+ * log-sum-exp of the scaled scores, within 1e-4 of float64; rows with nothing to attend get
+ * O = 0 and LSE = -inf. Kernels that sum the softmax rows on the tensor cores (names with
+ * _ls, picked for d64/d128) serve calls with lse NULL; a call with an lse runs the kernel's
+ * twin without _ls, which sums them in fp32. O may then differ in its last bits between a call
+ * with and one without lse (both meet the same error bound; each is deterministic).
  * p: NULL means {0, 0}. stream: a CUstream / cudaStream_t of the handle's device, or NULL for
  * the legacy default stream. Asynchronous: no synchronization, no allocation. */
 fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
@@ -86,14 +90,16 @@ fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* 
 fa3_status fa3_tuning_table_validate(const char* path);
 
 /* The kernel the handle's tuning table picks for this forward problem (same argument
- * checks as fa3_forward). *kernel_name stays valid for the life of the library. */
+ * checks as fa3_forward), as a call without an lse runs it (with an lse, an _ls pick runs its
+ * twin without _ls). *kernel_name stays valid for the life of the library. */
 fa3_status fa3_forward_select(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                               const fa3_tensor* v, const fa3_params* p,
                               const char** kernel_name);
 
 /* fa3_forward with a named kernel instead of the tuning table's pick (benchmarks, tuning,
  * tests). FA3_ERR_UNSUPPORTED when the kernel is not compiled in or does not fit the problem
- * (dtype, head_dim, causal). */
+ * (dtype, head_dim, causal). With an lse, an _ls kernel is replaced by its twin without _ls
+ * (see fa3_forward); FA3_ERR_UNSUPPORTED when that twin is not compiled in. */
 fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name,
                                    const fa3_tensor* q, const fa3_tensor* k,
                                    const fa3_tensor* v, fa3_tensor* o, float* lse,

@@ -121,14 +121,14 @@ struct FwdConfig {
   // traffic per block at d128, whose energy counts at the power cap). Two consumer
   // warpgroups only: with three the d64 kernel spilled.
   bool q_in_registers = false;
-  // Calls that ask for no LSE (inference) take the softmax row sums l from the tensor cores:
-  // every V stage carries a 128-byte column chunk of ones after its head_dim columns, and the
-  // PV GEMM is N = head_dim + 8 wide, so its 8 extra columns (4 more accumulators per thread)
-  // each get P's row sums, instead of block_n/2 FADDs per thread and key block (the softmax is
-  // issue-bound): +0.6-1.9% at d128 non-causal, +1-2.5% at d64 with the lazy row max. Those
-  // sums add P~ rounded to 16 bits, as O does, which normalizes O exactly but puts the LSE off
-  // by up to 1.6e-3 in bf16: a call that asks for the LSE runs the kernel's other consumer
-  // path, with fp32 FADD sums (the loops of a kernel without this option). Pipelined loop,
+  // The softmax row sums l by the tensor cores: every V stage carries a 128-byte column chunk
+  // of ones after its head_dim columns, and the PV GEMM is N = head_dim + 8 wide, so its 8
+  // extra columns (4 more accumulators per thread) each get P's row sums, instead of
+  // block_n/2 FADDs per thread and key block (the softmax is issue-bound): +0.6-1.9% at d128
+  // non-causal, +1-2.5% at d64 with the lazy row max. Those sums add P~ rounded to 16 bits,
+  // as O does, which normalizes O exactly but puts an LSE from them off by up to 1.6e-3 in
+  // bf16: such a kernel serves calls that ask for no LSE (inference) only, and the runtime
+  // runs its twin without row_sum_mma, which sums in fp32, for calls that do. Pipelined loop,
   // head dims up to 128 (the widest wgmma is N = 256).
   bool row_sum_mma = false;
   // Lab, with the Pipelined loop: a step's exponentials wait for its PV GEMM (only the row

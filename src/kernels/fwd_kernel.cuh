@@ -107,7 +107,7 @@ __device__ __forceinline__ void fwd_consumer_cross_tile(const FwdParams& p, cons
 
 // Algorithm 1 lines 11-25 for consumer warpgroup `wg`, for every tile of this CTA: with
 // Algorithm 2 as the mainloop (Loop::Pipelined), or one of the reference loop forms.
-// SumByMma: the row sums by the PV GEMM (FwdConfig::row_sum_mma, calls without an LSE).
+// SumByMma: the row sums by the PV GEMM (FwdConfig::row_sum_mma).
 template <class Tr, bool SumByMma>
 __device__ __forceinline__ void fwd_consumer(const FwdParams& p, const FwdSmem<Tr>& sm, int wg) {
   using Mainloop = ConsumerMainloop<Tr, SumByMma>;
@@ -201,14 +201,7 @@ __device__ __forceinline__ void fwd_kernel(const FwdParams& p) {
     if (Tr::kQWarp && threadIdx.x == 32) fwd_q_loader<Tr>(p, sm);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();  // line 12
-    // FwdConfig::row_sum_mma: a call that asks for no LSE takes the row sums from the PV
-    // GEMM; one that does, fp32 sums (the LSE from 16-bit sums would be off by ~1e-3).
-    if constexpr (Tr::kRowSumMma) {
-      if (p.lse == nullptr) fwd_consumer<Tr, true>(p, sm, warpgroup - 1);
-      else fwd_consumer<Tr, false>(p, sm, warpgroup - 1);
-    } else {
-      fwd_consumer<Tr, false>(p, sm, warpgroup - 1);
-    }
+    fwd_consumer<Tr, Tr::kRowSumMma>(p, sm, warpgroup - 1);
   }
   // A CTA's shared memory must outlive the other CTAs' releases of its stages (arrivals on
   // its empty barriers): no CTA exits before every CTA of the cluster is done.

@@ -69,7 +69,7 @@ constexpr FwdSpelling kRowMax[] = {
 constexpr FwdSpelling kRowSumMma[] = {
     {"", 0, nullptr, "softmax row sums in fp32 (FADDs)"},
     {"ls", 1, nullptr,
-     "calls without an LSE sum the rows by the PV GEMM (ones after each V stage); with one, in fp32"},
+     "row sums by the PV GEMM (ones after each V stage); for calls without an LSE only"},
 };
 constexpr FwdSpelling kExpAfterPvWait[] = {
     {"", 0, nullptr, "the exponentials may run under the PV GEMM"},

@@ -42,6 +42,17 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
   \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr \
+  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr \
+  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
+  \
   fa3_fwd_f16_d128_m128_n128_s2_w2 \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_pp \
@@ -117,7 +128,7 @@ FWD_LAB_TILES := \
   d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_qr_causal \
   d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal \

@@ -130,4 +130,29 @@ const KernelInfo* find_compiled_kernel(const std::string& name) {
   return nullptr;
 }
 
+std::vector<std::string> fwd_lse_twin_names(const FwdConfig& c) {
+  std::vector<std::string> names;
+  if (!c.row_sum_mma) return names;
+  FwdConfig twin = c;
+  twin.row_sum_mma = false;
+  for (const RowMax r : {c.row_max, RowMax::Lazy, RowMax::Exact}) {
+    if (r == RowMax::Lazy && c.row_max == RowMax::Exact) continue;  // never more than it had
+    twin.row_max = r;
+    const std::string name = fwd_kernel_name(twin);
+    if (fwd_config_is_valid(twin) &&
+        std::find(names.begin(), names.end(), name) == names.end())
+      names.push_back(name);
+  }
+  return names;
+}
+
+const KernelInfo* kernel_for_call(const KernelInfo& kernel, bool with_lse,
+                                  const std::vector<KernelInfo>& kernels) {
+  if (!with_lse || !kernel.fwd.row_sum_mma) return &kernel;
+  for (const std::string& twin : fwd_lse_twin_names(kernel.fwd))
+    for (const KernelInfo& k : kernels)
+      if (k.name == twin) return &k;
+  return nullptr;
+}
+
 }  // namespace fa3

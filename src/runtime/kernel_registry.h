@@ -64,4 +64,17 @@ std::string fwd_tokens_markdown();
 const std::vector<KernelInfo>& compiled_kernels();
 const KernelInfo* find_compiled_kernel(const std::string& name);
 
+// A kernel with the row sums by the PV GEMM (FwdConfig::row_sum_mma) serves calls without an
+// LSE only: its l sums P~ rounded to 16 bits, and an LSE from it would be off by up to 1e-3.
+// A call that asks for the LSE runs its twin, which sums in fp32: the first compiled of the
+// same config without row_sum_mma; without it and the integer max (row_max Lazy); without it
+// and the lazy row max (Exact). (Without _ls, the d64 three-warpgroup _cr_im kernels make
+// ptxas serialize their wgmmas: they are not built, and their _ls twins take the next name.)
+// The candidates in that order; empty for a kernel that needs no twin.
+std::vector<std::string> fwd_lse_twin_names(const FwdConfig& c);
+// The kernel a call runs: `kernel` itself, or (with_lse and row_sum_mma) its first twin
+// among `kernels`; nullptr when none of them is there.
+const KernelInfo* kernel_for_call(const KernelInfo& kernel, bool with_lse,
+                                  const std::vector<KernelInfo>& kernels);
+
 }  // namespace fa3

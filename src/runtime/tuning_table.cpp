@@ -369,6 +369,12 @@ MatchKey parse_match(const Json& v, const std::string& path, SeqlenRange* seqlen
   return {*m.direction, *m.dtype, *m.head_dim, *m.causal};
 }
 
+std::string join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& part : parts) out += (out.empty() ? "" : separator) + part;
+  return out;
+}
+
 const KernelInfo& parse_kernel(const Json& v, const std::string& path,
                                const std::vector<KernelInfo>& kernels) {
   if (!v.is_string()) violate(path + " must be a string (got " + shown(v) + ")");
@@ -448,6 +454,10 @@ TuningEntry parse_entry(const Json& v, const std::string& path,
   require(v, "kernel", path + ".");
   // Cross-checks need the whole entry, whatever order its keys came in.
   check_kernel_fits(*kernel, entry.key, path + ".kernel");
+  if (!kernel_for_call(*kernel, /*with_lse=*/true, kernels))
+    violate(path + ".kernel \"" + kernel->name + "\" sums the softmax rows by the PV GEMM (_ls), "
+            "so the calls that ask for the LSE run a twin without _ls, and none is compiled into "
+            "the library (" + join(fwd_lse_twin_names(kernel->fwd), ", ") + ")");
   if (config) check_config_values(*config, *kernel, path + ".config");
   entry.kernel = *kernel;
   return entry;

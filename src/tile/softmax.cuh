@@ -68,8 +68,9 @@ __device__ __forceinline__ int quad_max_s32(int x) {
 // keeps its max until a block's max exceeds it by more than kLazyMaxSlack, so after the
 // first blocks the rescale factor is exactly 1 almost always and the caller may skip the
 // O rescale. Exact either way: P~, l and O all use the max actually kept.
-// SumByMma: the caller sums P~ itself (FwdConfig::row_sum_mma: the PV GEMM does, for calls
-// that want no LSE) and rescales that sum with O; row_sum stays 0 and finalize is not used.
+// SumByMma: the caller sums P~ itself (FwdConfig::row_sum_mma: the PV GEMM does; such a
+// kernel serves calls that want no LSE) and rescales that sum with O; row_sum stays 0 and
+// finalize is not used.
 // IntMax (with LazyMax; RowMax::LazyIntMax): a block's row maxima as the largest 32-bit integer
 // among the scores' bit patterns (VIMNMX3, above). Every positive float orders above every
 // negative one as an int, and positive floats order as their ints, so that maximum is the

@@ -232,42 +232,33 @@ CheckResult uniform_operands(const KernelReport& k) {
 // FwdConfig::half_blocks: a block whose upper half is masked for a warpgroup is computed at
 // half width. The kernel must hold both half forms: a QK^T group whose HGMMAs are N = block_n/2
 // wide (SS, or RS with _qr), and a PV group of block_n/32 RS HGMMAs (k-steps of 16 keys) of
-// the PV shape (N = head_dim; with row_sum_mma, whose kernels have two consumer paths, also
-// N = head_dim + 8, the path of calls without an LSE). Were the half path never compiled (the
-// predicate folded to false, say), the results would stay right and only the time would tell.
+// the PV shape (N = head_dim, + 8 with the row sums by the PV GEMM, _ls). Were the half path
+// never compiled (the predicate folded to false, say), the results would stay right and only
+// the time would tell.
 CheckResult half_blocks(const KernelReport& k) {
   const CheckId id = CheckId::HalfBlocks;
   if (!k.traits.block_n || *k.traits.block_n % 32 != 0)
     return {id, false, "the name gives no block_n that halves into whole k-steps"};
   if (!k.traits.head_dim) return {id, false, "the name gives no head_dim"};
   const std::string half_shape = "64x" + std::to_string(*k.traits.block_n / 2) + "x16";
-  std::vector<std::string> pv_shapes = {"64x" + std::to_string(*k.traits.head_dim) + "x16"};
-  if (k.traits.options.row_sum_mma)
-    pv_shapes.push_back("64x" + std::to_string(*k.traits.head_dim + 8) + "x16");
+  const std::string pv_shape =
+      "64x" + std::to_string(*k.traits.head_dim + (k.traits.options.row_sum_mma ? 8 : 0)) + "x16";
   const std::string qk_operands = k.traits.options.q_in_registers ? "RS" : "SS";
   const size_t half_steps = static_cast<size_t>(*k.traits.block_n / 32);
-  size_t qk = 0;
-  std::vector<size_t> pv(pv_shapes.size(), 0);
+  size_t qk = 0, pv = 0;
   for (const WgmmaGroup& g : k.groups) {
-    bool qk_half = !g.kinds.empty();
-    for (const auto& [kind, n] : g.kinds)
+    bool qk_half = !g.kinds.empty(), pv_rs = !g.kinds.empty();
+    for (const auto& [kind, n] : g.kinds) {
       qk_half = qk_half && kind.operands == qk_operands && kind.shape == half_shape;
-    if (qk_half) ++qk;
-    for (size_t s = 0; s < pv_shapes.size(); ++s) {
-      bool pv_rs = !g.kinds.empty();
-      for (const auto& [kind, n] : g.kinds)
-        pv_rs = pv_rs && kind.operands == "RS" && kind.shape == pv_shapes[s];
-      if (pv_rs && g.wgmma == half_steps) ++pv[s];
+      pv_rs = pv_rs && kind.operands == "RS" && kind.shape == pv_shape;
     }
+    if (qk_half) ++qk;
+    if (pv_rs && g.wgmma == half_steps) ++pv;
   }
-  std::string found = plural(qk, "QK^T group") + " of HGMMA." + half_shape + " " + qk_operands;
-  bool every_pv = true;
-  for (size_t s = 0; s < pv_shapes.size(); ++s) {
-    found += ", " + plural(pv[s], "PV group") + " of " + std::to_string(half_steps) +
-             " RS HGMMA." + pv_shapes[s];
-    every_pv = every_pv && pv[s] > 0;
-  }
-  if (qk > 0 && every_pv) return {id, true, found};
+  const std::string found = plural(qk, "QK^T group") + " of HGMMA." + half_shape + " " +
+                            qk_operands + ", " + plural(pv, "PV group") + " of " +
+                            std::to_string(half_steps) + " RS HGMMA." + pv_shape;
+  if (qk > 0 && pv > 0) return {id, true, found};
   return {id, false, found + ": the half-width path of _hb is not in the kernel"};
 }
 

@@ -53,19 +53,15 @@ struct TurnScheduler {
 };
 
 // The mainloop state of one consumer warpgroup (query rows [64 wg, 64 wg + 64) of the block).
-// SumByMma: the softmax row sums come from the PV GEMM (FwdConfig::row_sum_mma, on the path
-// of calls without an LSE), 8 columns wider than O; otherwise from fp32 FADDs.
+// SumByMma: the softmax row sums come from the PV GEMM (FwdConfig::row_sum_mma), 8 columns
+// wider than O; otherwise from fp32 FADDs.
 template <class Tr, bool SumByMma = false>
 struct ConsumerMainloop {
-  static_assert(!SumByMma || Tr::kRowSumMma, "the PV GEMM sums rows against V's ones chunk");
+  static_assert(SumByMma == Tr::kRowSumMma, "the PV GEMM sums rows against V's ones chunk");
   // A consumer thread's O accumulators: its part of the 64 x head_dim O, then (SumByMma)
   // of the PV GEMM's 8 columns of row sums.
   static constexpr int kOAcc = Tr::kHeadDim / 2 + (SumByMma ? 4 : 0);
-  // Half-width blocks (FwdConfig::half_blocks), but not on the fp32-sum path of a kernel
-  // with the row sums by the PV GEMM: there they made ptxas serialize every wgmma of the
-  // _cr_ls_hb kernels (the two paths share one register allocation), as they do in the
-  // _cr_hb kernels without _ls. That path computes its blocks at full width, exact either way.
-  static constexpr bool kHalfBlocks = Tr::kHalfBlocks && (SumByMma || !Tr::kRowSumMma);
+  static constexpr bool kHalfBlocks = Tr::kHalfBlocks;
   const FwdParams& p;
   const FwdSmem<Tr>& sm;
   int thread_in_wg, lane, first_row;

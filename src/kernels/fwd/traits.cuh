@@ -46,8 +46,9 @@ struct FwdTraits {
   static constexpr bool kQInRegisters = kCfg.q_in_registers;
   static constexpr bool kEvictFirstQO = kCfg.evict_first_q_o;
   static constexpr bool kEvictLastKV = kCfg.evict_last_kv;
-  // FwdConfig::row_sum_mma: the kernel has two consumer paths, the PV GEMM's row sums for
-  // calls without an LSE, fp32 sums for calls with one (ConsumerMainloop's SumByMma).
+  // FwdConfig::row_sum_mma: the softmax row sums by the PV GEMM (ConsumerMainloop's
+  // SumByMma); such a kernel serves calls without an LSE only (the runtime runs its twin
+  // without row_sum_mma for the others).
   static constexpr bool kRowSumMma = kCfg.row_sum_mma;
   // Causal persistent kernels hand tiles out through a global counter (longest first), and
   // so do non-causal ones with Config::dynamic_schedule (in the static walk's order).
