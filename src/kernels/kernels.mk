@@ -13,22 +13,20 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
-  fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_dy_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
   fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_im_pp \
   fa3_fwd_bf16_d256_m128_n64_s2_w2_ov_cr_pp \
   fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
-  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal \
-  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw \
   fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
   fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
-  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
-  fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_as_pp_ps_causal \
   fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_im_as_pp_ps_causal \
@@ -36,21 +34,25 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_f16_d256_m128_n64_s2_w2_ov_cr_pp \
   fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_as_ps_causal \
   fa3_fwd_f16_d256_m128_n80_s2_w2_ov_cr_im_as_ps_causal \
-  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_causal \
-  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_hb_pp_ps_xt_qw_q3_qr_causal \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw \
+  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
   \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_bf16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
+  fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
   fa3_fwd_bf16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
+  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_causal \
+  fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   \
   fa3_fwd_f16_d128_m128_n128_s2_w2 \
