@@ -38,7 +38,6 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3 \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
-  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
   \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_dy_qr \
   fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr \
@@ -53,6 +52,7 @@ FWD_PRODUCTION_KERNELS := \
   fa3_fwd_f16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal \
   fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_causal \
   fa3_fwd_f16_d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_qr_causal \
+  fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3 \
   fa3_fwd_f16_d64_m192_n128_s2_w3_ov_pp_ps_xt_qw_q3_causal \
   \
   fa3_fwd_f16_d128_m128_n128_s2_w2 \
