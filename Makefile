@@ -10,9 +10,12 @@
 #   make deps       install missing dependencies (Debian: catch2, nlohmann-json3-dev)
 #   make DEBUG=1    kernels with bounded mbarrier waits that trap with a message on a hang
 
-# Every core by default: the kernels are independent compilations (`make -jN` still wins).
+# Every core by default: the kernels are independent compilations (`make -jN` still wins). Only
+# the top-level make sets it: a sub-make (make lab) joins its parent's jobserver.
+ifeq ($(MAKELEVEL),0)
 ifeq ($(filter -j% --jobs%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 endif
 
 CUDA_HOME ?= $(or $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null)),/usr/local/cuda)
