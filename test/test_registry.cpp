@@ -515,6 +515,23 @@ TEST_CASE("every production kernel with PV-GEMM row sums has an LSE twin in prod
             .empty());
 }
 
+TEST_CASE("every _ls kernel of the lab has an LSE twin in the lab build", "[cpu][registry]") {
+  // make lab's library holds production and lab together: fa3-tune checks each kernel with
+  // an LSE there, which an _ls kernel answers with its twin.
+  std::set<std::string> all = production_kernels();
+  const std::set<std::string> lab = lab_kernels();
+  all.insert(lab.begin(), lab.end());
+  for (const std::string& name : all) {
+    const auto cfg = fa3::parse_fwd_kernel_name(name);
+    REQUIRE(cfg);
+    if (!cfg->row_sum_mma) continue;
+    const std::vector<std::string> twins = fa3::fwd_lse_twin_names(*cfg);
+    INFO(name << ": none of its twins is in src/kernels/kernels.mk");
+    CHECK(std::any_of(twins.begin(), twins.end(),
+                      [&](const std::string& t) { return all.count(t) == 1; }));
+  }
+}
+
 TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][registry]") {
   const std::set<std::string> production = production_kernels();
   const std::set<std::string> lab = lab_kernels();

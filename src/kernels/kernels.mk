@@ -127,22 +127,12 @@ FWD_LAB_TILES := \
   d64_m128_n128_s2_w2_ov_cr_hb_pp_ps_xt_qw_q3_qr_causal \
   d64_m128_n128_s2_w2_ov_cr_im_hb_pp_ps_xt_qw_q3_causal d128_m128_n128_s2_w2_ov_ls_pp_ps_xt \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw \
-  d128_m128_n128_s2_w2_ov_ls_pp_ps_xt_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy \
   d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_qr_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_dy_qr \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_os_qr \
-  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_os_qr_ef_el_causal \
-  d128_m128_n128_s2_w2_ov_cr_ls_pp_ps_xt_qw_dy_qr_ef_el \
+  d128_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_causal \
   d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3_causal d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_causal \
   d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw_q3 d64_m192_n128_s2_w3_ov_cr_ls_pp_ps_xt_qw \
   d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_causal \
   d64_m128_n128_s2_w2_ov_cr_ls_hb_pp_ps_xt_qw_q3_qr_causal \
-  d128_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_os_qr_causal \
   d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_dy_qr \
   d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_dy_qr \
   d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw_q3_causal \
@@ -152,7 +142,8 @@ FWD_LAB_TILES := \
   d64_m192_n128_s2_w3_ov_cr_im_ls_pp_ps_xt_qw \
   d64_m128_n128_s2_w2_ov_cr_im_ls_hb_pp_ps_xt_qw_q3_qr_causal \
   d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_qr_causal \
-  d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal
+  d128_m128_n128_s2_w2_ov_cr_im_ls_pp_ps_xt_qw_os_qr_causal \
+  d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_qr_causal
 
 FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
   $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_LAB_TILES))))
