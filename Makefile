@@ -55,12 +55,19 @@ endif
 KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h \
                               src/kernels/fwd/*.cuh src/kernels/lab/*.cuh)
 
-CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS))
+CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS) $(BWD_PRODUCTION_KERNELS))
 
 $(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
 	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_fwd_$* -o $@ $< > $@.log 2>&1 \
+	  || { cat $@.log; rm -f $@; exit 1; }
+	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
+
+$(CUBIN_DIR)/fa3_bwd_%.cubin: src/kernels/bwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+	@mkdir -p $(@D)
+	@echo "nvcc   $(notdir $@)"
+	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_bwd_$* -o $@ $< > $@.log 2>&1 \
 	  || { cat $@.log; rm -f $@; exit 1; }
 	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 

@@ -20,6 +20,6 @@ $(BUILD)/fa3-bench: $(BENCH_OBJS) $(BUILD)/libfa3.a
 # test/test_bench_cli.cpp tests the option parser and the pure functions: link those
 # objects (no CUDA calls in them) into fa3_tests. The recipe of fa3_tests expands
 # $(TEST_OBJS) when it runs, so appending here is enough even after the rule.
-BENCH_CPU_OBJS := $(patsubst %,$(BUILD)/obj/bench/%.o,options cli_values problems stats check inputs report baseline_gemms)
+BENCH_CPU_OBJS := $(patsubst %,$(BUILD)/obj/bench/%.o,options cli_values problems stats check backward_check inputs report baseline_gemms)
 TEST_OBJS      += $(BENCH_CPU_OBJS)
 $(BUILD)/fa3_tests: $(BENCH_CPU_OBJS)

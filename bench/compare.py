@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """fa3 against PyTorch SDPA's cuDNN and FlashAttention-2 backends, the previous fa3 build and
-the public FlashAttention-3, forward, one process.
+the public FlashAttention-3, forward or backward, one process.
 
 The grid is the FlashAttention-3 paper's (Section 4.1): seqlen 512..16k, batch =
 16384 / seqlen, heads = 2048 / head_dim, head_dim 64/128/256, causal off/on; bf16 unless
@@ -15,11 +15,23 @@ one through fa3.open_library) and
 fa3-public (the public FlashAttention-3's flash_attn_interface.flash_attn_func, from
 --public-fa3 DIR or wherever Python finds it).
 
+--direction picks what is timed (docs/bench.md, "Backward"): fwd (the default) the forward
+call; bwd the backward alone: each system's forward runs once per input set outside the timed
+region (fa3: fa3.forward with the LSE; the others with requires_grad, recording their autograd
+graph), then each timed call is fa3.backward, or torch.autograd.grad(out, (q, k, v), dout,
+retain_graph=True) for the autograd-based systems (fa3-public, cudnn, flash); fwdbwd both in
+each timed call. TFLOPS: the forward's count times 2.5 (bwd) or 3.5 (fwdbwd), the paper's.
+Gradients are checked against the float32 SDPA reference as outputs are. fa3-lse and (while
+its library has no backward) fa3-prev are forward-only; fa3-det is fa3's deterministic
+backward (--direction bwd or fwdbwd only).
+
 --side-by-side is this build against the previous one and the public FA3: systems
 fa3,fa3-lse,fa3-prev,fa3-public by default (cudnn or flash on request), bf16 and fp16, more
 rounds (twice the number of systems, 10 calls each), and a CSV and a markdown table per dtype
-with the ratios this/prev, this/public and lse/public (--out-dir). It prints its time estimate
-first and its real time last (docs/bench.md, "Side by side").
+with the ratios this/prev, this/public and lse/public (--out-dir). With --direction bwd its
+systems are fa3,fa3-public,cudnn (ratios this/public and fa3/cuDNN) and its tables
+side_by_side_bwd_<dtype>.csv and .md. It prints its time estimate first and its real time
+last (docs/bench.md, "Side by side").
 
 Method, the same for every system:
 - the same inputs: several sets of (q, k, v) in fa3's layout (batch, seqlen, heads,
@@ -51,6 +63,9 @@ Method, the same for every system:
     python3 bench/compare.py --csv out.csv --png out.png
     python3 bench/compare.py --side-by-side --prev-lib .prev/libfa3.so \\
         --public-fa3 .anchors/fa3 --dtype bf16 --out-dir gpu-out
+    python3 bench/compare.py --direction bwd --quick              # fa3, cuDNN, FA2 backward
+    python3 bench/compare.py --side-by-side --direction bwd --public-fa3 .anchors/fa3 \\
+        --dtype bf16 --out-dir gpu-out                             # fa3, public FA3, cuDNN
 """
 
 from __future__ import annotations
@@ -141,16 +156,41 @@ MAX_HOLD_SECONDS = 2.0
 SIDE_BY_SIDE_ROUNDS_PER_SYSTEM = 2
 SIDE_BY_SIDE_CALLS_PER_ROUND = 10
 
+# What a timed call is (--direction), and its FLOPs in forward FLOPs: the paper counts the
+# backward as 2.5 forwards (five matmuls of the forward's size to its two).
+DIRECTIONS = ("fwd", "bwd", "fwdbwd")
+DIRECTION_FLOP_FACTOR = {"fwd": 1.0, "bwd": 2.5, "fwdbwd": 3.5}
+DIRECTION_TITLES = {"fwd": "Forward", "bwd": "Backward", "fwdbwd": "Forward + backward"}
+# What each direction's timed region holds, for the printed header (docs/bench.md has more).
+DIRECTION_TIMED = {
+    "fwd": "each timed call is one forward",
+    "bwd": ("each timed call is one backward: fa3 (fa3-det, fa3-prev): fa3.backward on the "
+            "out and LSE of one fa3.forward(return_lse=True) per input set, run before the "
+            "timing; fa3-public, cudnn, flash: torch.autograd.grad(out, (q, k, v), dout, "
+            "retain_graph=True) on the graph of one forward per input set with requires_grad, "
+            "run before the timing"),
+    "fwdbwd": ("each timed call is one forward and its backward: fa3.forward(return_lse=True) "
+               "+ fa3.backward; the others: the forward with requires_grad + "
+               "torch.autograd.grad"),
+}
+GRADIENTS = ("dq", "dk", "dv")
+
 # Every system compare.py knows; which ones run is --systems.
-SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public", "cudnn", "flash")
+SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-det", "fa3-prev", "fa3-public", "cudnn", "flash")
 SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public")
+SIDE_BY_SIDE_BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn")
+FORWARD_ONLY_SYSTEMS = ("fa3-lse",)   # a forward variant: fa3's backward needs the LSE anyway
+BACKWARD_ONLY_SYSTEMS = ("fa3-det",)  # the deterministic backward; its forward is fa3's
 # (numerator, denominator, heading): the ratios of median TFLOPS shown when both run.
 RATIOS = (("fa3", "cudnn", "fa3/cuDNN"), ("fa3", "fa3-prev", "this/prev"),
-          ("fa3", "fa3-public", "this/public"), ("fa3-lse", "fa3-public", "lse/public"))
+          ("fa3", "fa3-public", "this/public"), ("fa3-lse", "fa3-public", "lse/public"),
+          ("fa3-det", "fa3", "det/default"))
 
-LAYOUTS = ("fa3, fa3-lse, fa3-prev, fa3-public: q, k, v, out contiguous (batch, seqlen, "
-           "heads, head_dim). SDPA: the same storage as (batch, heads, seqlen, head_dim) views via "
-           ".transpose(1, 2) (strides S*H*D, D, H*D, 1); its output is (B, H, S, D).")
+LAYOUTS = ("fa3, fa3-lse, fa3-det, fa3-prev, fa3-public: q, k, v, out (and dout, dq, dk, dv) "
+           "contiguous (batch, seqlen, heads, head_dim). SDPA: the same storage as (batch, "
+           "heads, seqlen, head_dim) views via .transpose(1, 2) (strides S*H*D, D, H*D, 1); its "
+           "output is (B, H, S, D), and dout reaches its backward as the (B, H, S, D) view of "
+           "the BSHD dout.")
 
 
 # ---- problems -----------------------------------------------------------------------------
@@ -163,6 +203,7 @@ class Shape:
     causal: bool
     batch_size: int = 0  # 0: the paper's grid, TOKENS // seqlen
     num_heads: int = 0   # 0: the paper's grid, HIDDEN // head_dim
+    direction: str = "fwd"  # what a timed call is: one of DIRECTIONS
 
     @property
     def batch(self) -> int:
@@ -173,10 +214,16 @@ class Shape:
         return self.num_heads or max(1, HIDDEN // self.head_dim)
 
     @property
-    def flops(self) -> float:
+    def forward_flops(self) -> float:
         """The paper's count: 4 * B * H * S^2 * D, halved for causal."""
         full = 4.0 * self.batch * self.heads * self.seqlen ** 2 * self.head_dim
         return full / 2 if self.causal else full
+
+    @property
+    def flops(self) -> float:
+        """The FLOPs of one timed call: the forward's count times 1 (fwd), 2.5 (bwd, the
+        paper's) or 3.5 (fwdbwd)."""
+        return self.forward_flops * DIRECTION_FLOP_FACTOR[self.direction]
 
     @property
     def config(self) -> str:
@@ -208,19 +255,40 @@ class Unavailable(Exception):
 
 
 @dataclass
+class Forward:
+    """What a system's forward leaves for its backward: out (batch, seqlen, heads, head_dim),
+    the mask, and the system's own state (fa3: q, k, v and the LSE; an autograd-based system:
+    the leaves q, k, v whose graph leads to out)."""
+
+    out: "torch.Tensor"
+    causal: bool
+    saved: Any
+
+
+@dataclass
 class System:
     key: str    # short name for CSV and options
     label: str  # what the table and the figure call it
     call: Callable[["torch.Tensor", "torch.Tensor", "torch.Tensor", bool], "torch.Tensor"]
     context: Callable[[], ContextManager[Any]] = contextlib.nullcontext
+    # --direction bwd / fwdbwd (None: a forward-only system). prepare runs the forward and
+    # returns what backward needs; backward returns (dq, dk, dv) shaped like q, k, v.
+    prepare: Optional[Callable[["torch.Tensor", "torch.Tensor", "torch.Tensor", bool],
+                               Forward]] = None
+    backward: Optional[Callable[[Forward, "torch.Tensor"], tuple]] = None
 
     def run(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
             causal: bool) -> "torch.Tensor":
         """One call in (batch, seqlen, heads, head_dim); raises Unavailable with the reason."""
+        return self.guarded(self.call, q, k, v, causal)
+
+    def guarded(self, function: Callable[..., Any], *arguments: Any) -> Any:
+        """function(*arguments) in the system's context; raises Unavailable with the reason
+        when the system cannot run it."""
         with warnings.catch_warnings(record=True) as caught, self.context():
             warnings.simplefilter("always")
             try:
-                return self.call(q, k, v, causal)
+                return function(*arguments)
             # RuntimeError covers Fa3Error and CUDA out-of-memory; NotImplementedError
             # covers fa3.MissingFunctionError.
             except (RuntimeError, NotImplementedError, fa3.LibraryNotFoundError) as error:
@@ -264,18 +332,71 @@ def public_fa3_call(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
     return out[0] if isinstance(out, tuple) else out
 
 
+def fa3_prepare_for(api: Any) -> Callable[..., Forward]:
+    """The forward a backward of fa3 needs: api.forward with the LSE (api: the fa3 module,
+    or a fa3.Binding of another library)."""
+
+    def prepare(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                causal: bool) -> Forward:
+        out, lse = api.forward(q, k, v, causal=causal, return_lse=True)
+        return Forward(out, causal, (q, k, v, lse))
+
+    return prepare
+
+
+def fa3_backward_for(api: Any, deterministic: bool = False) -> Callable[..., tuple]:
+    """api.backward on what fa3_prepare_for's forward left: new dq, dk, dv, its workspace
+    from PyTorch's caching allocator (fa3.backward's own choice)."""
+
+    def backward(forward: Forward, dout: "torch.Tensor") -> tuple:
+        q, k, v, lse = forward.saved
+        return api.backward(q, k, v, forward.out, dout, lse, causal=forward.causal,
+                            deterministic=deterministic)
+
+    return backward
+
+
+def autograd_prepare_for(call: Callable[..., "torch.Tensor"]) -> Callable[..., Forward]:
+    """The forward of an autograd-based system, recording its graph: call on leaves that
+    share q, k and v's storage and require grad."""
+
+    def prepare(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                causal: bool) -> Forward:
+        leaves = tuple(x.detach().requires_grad_() for x in (q, k, v))
+        with torch.enable_grad():
+            out = call(*leaves, causal)
+        return Forward(out, causal, leaves)
+
+    return prepare
+
+
+def autograd_backward(forward: Forward, dout: "torch.Tensor") -> tuple:
+    """The system's own backward through autograd. retain_graph: one forward's graph serves
+    every timed call (the saved tensors stay; nothing is recomputed)."""
+    return torch.autograd.grad(forward.out, forward.saved, dout, retain_graph=True)
+
+
 def all_systems() -> dict[str, System]:
     """fa3 (this build) and SDPA's backends: the systems that need nothing but torch and the
     default libfa3 (bench/clock_trace.py and profile_call.py choose from these)."""
     import_torch()
     return {
-        "fa3": System("fa3", "fa3", fa3_call),
+        "fa3": System("fa3", "fa3", fa3_call, prepare=fa3_prepare_for(fa3),
+                      backward=fa3_backward_for(fa3)),
         "fa3-lse": System("fa3-lse", "fa3 with the LSE", fa3_lse_call),
         "cudnn": System("cudnn", "cuDNN (SDPA)", sdpa_call,
-                        lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION)),
+                        lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION),
+                        prepare=autograd_prepare_for(sdpa_call), backward=autograd_backward),
         "flash": System("flash", "FA2 (SDPA flash)", sdpa_call,
-                        lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION)),
+                        lambda: sdpa_kernel(SDPBackend.FLASH_ATTENTION),
+                        prepare=autograd_prepare_for(sdpa_call), backward=autograd_backward),
     }
+
+
+def fa3_det_system() -> System:
+    """fa3's deterministic backward (--direction bwd / fwdbwd); its forward is fa3's."""
+    return System("fa3-det", "fa3 deterministic", fa3_lse_call, prepare=fa3_prepare_for(fa3),
+                  backward=fa3_backward_for(fa3, deterministic=True))
 
 
 def prev_fa3_system(binding: "fa3.Binding") -> System:
@@ -283,11 +404,13 @@ def prev_fa3_system(binding: "fa3.Binding") -> System:
              causal: bool) -> "torch.Tensor":
         return binding.forward(q, k, v, causal=causal)
 
-    return System("fa3-prev", "fa3 (previous build)", call)
+    return System("fa3-prev", "fa3 (previous build)", call, prepare=fa3_prepare_for(binding),
+                  backward=fa3_backward_for(binding))
 
 
 def public_fa3_system() -> System:
-    return System("fa3-public", "FA3 (public)", public_fa3_call)
+    return System("fa3-public", "FA3 (public)", public_fa3_call,
+                  prepare=autograd_prepare_for(public_fa3_call), backward=autograd_backward)
 
 
 def import_public_fa3(directory: Optional[str]) -> str:
@@ -344,6 +467,68 @@ def reference_fp32(inputs: Inputs, causal: bool) -> "torch.Tensor":
     return torch.cat(pieces, dim=2)[0].transpose(0, 1)
 
 
+def reference_fp32_backward(inputs: Inputs, dout: "torch.Tensor",
+                            causal: bool) -> dict[str, "torch.Tensor"]:
+    """float32 SDPA (math backend, no TF32) of checked_slice and its gradients for dout's
+    checked_slice, by autograd, in query-row chunks as reference_fp32 (exact: the softmax is
+    per row, and dk, dv, sums over the rows, are added up chunk by chunk; the checked heads
+    have their own K/V heads, there is no GQA here). Returns out, dq, dk and dv, each
+    (seqlen, heads, head_dim) float32."""
+    q, k, v, grad = (checked_slice(x).float().transpose(0, 1).unsqueeze(0)
+                     for x in (*inputs, dout))
+    k, v = k.requires_grad_(), v.requires_grad_()
+    seqlen = q.size(2)
+    rows_per_chunk = max(1, REFERENCE_CHUNK_BYTES // (4 * q.size(1) * k.size(2)))
+    outs, dqs = [], []
+    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+    with sdpa_kernel(SDPBackend.MATH), no_tf32(), torch.enable_grad():
+        for start in range(0, seqlen, rows_per_chunk):
+            stop = min(seqlen, start + rows_per_chunk)
+            rows = q[:, :, start:stop].detach().requires_grad_()
+            mask = None
+            if causal:  # query i (absolute) sees keys j <= i
+                positions = torch.arange(start, stop, device=q.device).unsqueeze(1)
+                mask = torch.arange(k.size(2), device=q.device).unsqueeze(0) <= positions
+            out = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask)
+            d_rows, d_k, d_v = torch.autograd.grad(out, (rows, k, v), grad[:, :, start:stop])
+            outs.append(out.detach())
+            dqs.append(d_rows)
+            dk += d_k
+            dv += d_v
+
+    def bshd(x: "torch.Tensor") -> "torch.Tensor":
+        return x[0].transpose(0, 1)
+
+    return {"out": bshd(torch.cat(outs, dim=2)), "dq": bshd(torch.cat(dqs, dim=2)),
+            "dk": bshd(dk), "dv": bshd(dv)}
+
+
+def references_for(shape: Shape, inputs: Inputs,
+                   dout: Optional["torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+    """What the check compares for the shape's direction: out (fwd), dq, dk, dv (bwd), all
+    four (fwdbwd)."""
+    if shape.direction == "fwd":
+        return {"out": reference_fp32(inputs, shape.causal)}
+    references = reference_fp32_backward(inputs, dout, shape.causal)
+    if shape.direction == "bwd":
+        del references["out"]
+    return references
+
+
+def system_outputs(system: System, direction: str, inputs: Inputs,
+                   dout: Optional["torch.Tensor"], causal: bool) -> dict[str, "torch.Tensor"]:
+    """One run of what the direction times, named as references_for names the references."""
+    if direction == "fwd":
+        return {"out": system.call(*inputs, causal)}
+    if system.prepare is None or system.backward is None:
+        raise NotImplementedError(f"{system.key} has no backward")
+    forward = system.prepare(*inputs, causal)
+    outputs = dict(zip(GRADIENTS, system.backward(forward, dout)))
+    if direction == "fwdbwd":
+        outputs["out"] = forward.out.detach()
+    return outputs
+
+
 def max_abs_difference(out_bshd: "torch.Tensor", reference: "torch.Tensor") -> float:
     difference = (checked_slice(out_bshd).float() - reference).abs().max().item()
     return difference if math.isfinite(difference) else math.inf
@@ -378,14 +563,17 @@ def hold_gpu(seconds: float) -> None:
         torch.cuda._sleep(int(seconds * ASSUMED_CLOCK_HZ))
 
 
-def time_system(system: System, sets: list[Inputs], causal: bool, iters: int,
-                warmup: int) -> list[float]:
-    """Milliseconds of each of `iters` calls, rotating over the input sets."""
-    with system.context():
+def time_calls(step: Callable[[int], Any], iters: int, warmup: int,
+               context: Callable[[], ContextManager[Any]] = contextlib.nullcontext
+               ) -> list[float]:
+    """Milliseconds of each of `iters` calls step(warmup + i), each between two CUDA events,
+    after step(0), ..., step(warmup - 1) untimed (the callers' steps use input set n mod the
+    number of sets)."""
+    with context():
         host_seconds = []
         for i in range(max(1, warmup)):
             started = time.perf_counter()
-            system.call(*sets[i % len(sets)], causal)
+            step(i)
             host_seconds.append(time.perf_counter() - started)
         torch.cuda.synchronize()
         per_call = statistics.median(host_seconds[1:] or host_seconds)
@@ -396,15 +584,45 @@ def time_system(system: System, sets: list[Inputs], causal: bool, iters: int,
         try:
             hold_gpu(hold_seconds(iters, per_call))
             for i in range(iters):
-                q, k, v = sets[(warmup + i) % len(sets)]
                 starts[i].record()
-                system.call(q, k, v, causal)
+                step(warmup + i)
                 ends[i].record()
         finally:
             if collecting:
                 gc.enable()
         torch.cuda.synchronize()
     return [start.elapsed_time(end) for start, end in zip(starts, ends)]
+
+
+def time_system(system: System, sets: list[Inputs], causal: bool, iters: int,
+                warmup: int) -> list[float]:
+    """Milliseconds of each of `iters` forward calls, rotating over the input sets."""
+    return time_calls(lambda n: system.call(*sets[n % len(sets)], causal), iters, warmup,
+                      system.context)
+
+
+def time_direction(system: System, shape: Shape, sets: list[Inputs],
+                   douts: list["torch.Tensor"], iters: int, warmup: int,
+                   prepared: Optional[dict[str, list[Forward]]] = None) -> list[float]:
+    """Milliseconds of each of `iters` calls of what shape.direction times (module
+    docstring): bwd runs the system's forward once per input set first, outside the timed
+    region (kept in `prepared` across rounds), and times the backward alone."""
+    if shape.direction == "fwd":
+        return time_system(system, sets, shape.causal, iters, warmup)
+    if system.prepare is None or system.backward is None:
+        raise NotImplementedError(f"{system.key} has no backward")
+    prepare, backward, count = system.prepare, system.backward, len(sets)
+    if shape.direction == "bwd":
+        prepared = {} if prepared is None else prepared
+        if system.key not in prepared:
+            with system.context():
+                prepared[system.key] = [prepare(q, k, v, shape.causal) for q, k, v in sets]
+            torch.cuda.synchronize()
+        forwards = prepared[system.key]
+        return time_calls(lambda n: backward(forwards[n % count], douts[n % count]), iters,
+                          warmup, system.context)
+    return time_calls(lambda n: backward(prepare(*sets[n % count], shape.causal),
+                                         douts[n % count]), iters, warmup, system.context)
 
 
 def percentile(values: Sequence[float], fraction: float) -> float:
@@ -423,8 +641,10 @@ class Cell:
     system: System
     status: str = "ok"          # ok | wrong | unavailable
     reason: str = ""
-    max_diff: float = math.nan
-    tolerance: float = math.nan
+    max_diff: float = math.nan    # the checked output nearest its tolerance: its difference
+    tolerance: float = math.nan   # and its tolerance
+    diffs: dict[str, float] = field(default_factory=dict)       # per output: out, dq, dk, dv
+    tolerances: dict[str, float] = field(default_factory=dict)
     times_ms: list[float] = field(default_factory=list)
 
     def ms(self, fraction: float) -> float:
@@ -462,49 +682,84 @@ def measure_shape(shape: Shape, systems: list[System], dtype_name: str,
     cells = [Cell(shape, system) for system in systems]
     try:
         sets = make_input_sets(shape, DTYPES[dtype_name], device)
+        # The incoming gradients of the backward: one per input set, like the set's out.
+        douts = [torch.randn_like(q) for q, _, _ in sets] if shape.direction != "fwd" else []
     except torch.cuda.OutOfMemoryError as error:
         for cell in cells:
             cell.status, cell.reason = "unavailable", f"inputs: {first_line(error)}"
         return cells
-    reference = reference_fp32(sets[0], shape.causal)
-    check_outputs(cells, sets[0], reference, dtype_name)
+    dout = douts[0] if douts else None
+    references = references_for(shape, sets[0], dout)
+    check_outputs(cells, sets[0], references, dtype_name, dout)
+    del references
+    prepared: dict[str, list[Forward]] = {}  # bwd: each system's forwards, across rounds
     shares = round_shares(iters, rounds)
     for share, order in zip(shares, round_orders(len(cells), len(shares), start)):
         for cell in (cells[index] for index in order):
             if cell.status != "ok":
                 continue
             try:
-                cell.times_ms += time_system(cell.system, sets, shape.causal, share, warmup)
-            except (RuntimeError, fa3.Fa3Error) as error:
+                cell.times_ms += time_direction(cell.system, shape, sets, douts, share, warmup,
+                                                prepared)
+            except (RuntimeError, NotImplementedError, fa3.Fa3Error) as error:
                 cell.status, cell.reason = "unavailable", f"timing: {first_line(error)}"
                 cell.times_ms = []
-    del sets, reference
+                prepared.pop(cell.system.key, None)
+    del sets, douts, dout, prepared
     torch.cuda.empty_cache()
     return cells
 
 
-def check_outputs(cells: list[Cell], inputs: Inputs, reference: "torch.Tensor",
-                  dtype_name: str) -> None:
-    """Runs each system once on inputs and marks the unavailable and the wrong ones."""
-    diffs: dict[str, float] = {}
+def check_outputs(cells: list[Cell], inputs: Inputs,
+                  references: "Mapping[str, torch.Tensor] | torch.Tensor", dtype_name: str,
+                  dout: Optional["torch.Tensor"] = None) -> None:
+    """Runs each system once on inputs (and dout, for the backward) and marks the
+    unavailable and the wrong ones: each output (out, dq, dk, dv: the references' names) is
+    held to its own tolerance, and one over it makes the cell wrong. references: a tensor is
+    the forward's out."""
+    if not isinstance(references, Mapping):
+        references = {"out": references}
+    direction = cells[0].shape.direction if cells else "fwd"
+    diffs: dict[str, dict[str, float]] = {name: {} for name in references}
     for cell in cells:
         try:
-            out = cell.system.run(*inputs, cell.shape.causal)
+            outputs = cell.system.guarded(system_outputs, cell.system, direction, inputs, dout,
+                                          cell.shape.causal)
             torch.cuda.synchronize()
-            diffs[cell.system.key] = cell.max_diff = max_abs_difference(out, reference)
-            del out
+            for name, reference in references.items():
+                difference = max_abs_difference(outputs[name], reference)
+                diffs[name][cell.system.key] = cell.diffs[name] = difference
+            del outputs
         except Unavailable as reason:
             cell.status, cell.reason = "unavailable", str(reason)
         except torch.cuda.OutOfMemoryError as error:
             cell.status, cell.reason = "unavailable", first_line(error)
-    limits = tolerances(diffs, reference.abs().max().item(), dtype_name)
+    for name, reference in references.items():
+        limits = tolerances(diffs[name], reference.abs().max().item(), dtype_name)
+        for cell in cells:
+            if cell.system.key in limits:
+                cell.tolerances[name] = limits[cell.system.key]
     for cell in cells:
-        if cell.system.key in limits:
-            cell.tolerance = limits[cell.system.key]
-            if not cell.max_diff <= cell.tolerance:
-                cell.status = "wrong"
-                cell.reason = (f"max |out - fp32 ref| = {cell.max_diff:.3g} > tolerance "
-                               f"{cell.tolerance:.3g}")
+        if cell.status == "ok" and cell.diffs:
+            judge_cell(cell)
+
+
+def share_of_tolerance(difference: float, tolerance: float) -> float:
+    if tolerance > 0:
+        return difference / tolerance
+    return 0.0 if difference == 0 else math.inf
+
+
+def judge_cell(cell: Cell) -> None:
+    """Sets max_diff/tolerance to the output nearest its tolerance, and marks the cell wrong
+    (naming every output over its tolerance) when one is over it."""
+    worst = max(cell.diffs, key=lambda n: share_of_tolerance(cell.diffs[n], cell.tolerances[n]))
+    cell.max_diff, cell.tolerance = cell.diffs[worst], cell.tolerances[worst]
+    over = [name for name in cell.diffs if not cell.diffs[name] <= cell.tolerances[name]]
+    if over:
+        cell.status = "wrong"
+        cell.reason = "; ".join(f"max |{name} - fp32 ref| = {cell.diffs[name]:.3g} > tolerance "
+                                f"{cell.tolerances[name]:.3g}" for name in over)
 
 
 # ---- time budget ----------------------------------------------------------------------------
@@ -512,25 +767,36 @@ def check_outputs(cells: list[Cell], inputs: Inputs, reference: "torch.Tensor",
 # The estimate's model (docs/bench.md, "Side by side"); the run prints its real time at the
 # end, to check it against.
 ESTIMATE_STARTUP_SECONDS = 20.0  # import torch, CUDA context, libraries, public FA3's import
-ESTIMATE_SHAPE_SECONDS = 0.3     # inputs, the fp32 reference, the checked calls, empty_cache
+# Per shape and dtype: inputs, the fp32 reference (with its autograd backward for bwd and
+# fwdbwd), the checked calls, empty_cache.
+ESTIMATE_SHAPE_SECONDS = {"fwd": 0.3, "bwd": 0.6, "fwdbwd": 0.6}
 ESTIMATE_ROUND_SECONDS = 0.015   # per system and round on top of the hold: syncs, events
 ESTIMATE_HOST_CALL_SECONDS = 100e-6  # host cost of a call, for the hold (public FA3: most)
-ESTIMATE_TFLOPS = 300.0          # below every system's grid average (the 512 cells: 300-450)
+# TFLOPS (by the direction's count) below every system's grid average: forward 300 (the
+# 512 cells: 300-450); the backwards run slower than the forwards (the public FA3 and cuDNN
+# 350-600 on an H200 from 1k, shared/ANCHORS.md), so 200, and 220 for both.
+ESTIMATE_TFLOPS = {"fwd": 300.0, "bwd": 200.0, "fwdbwd": 220.0}
+ESTIMATE_INPUT_SETS = 2  # the paper grid's sets: each tensor is 64 MiB, a set 3x that > 2x L2
 
 
 def estimate_seconds(shapes: Sequence[Shape], dtypes: int, systems: int, iters: int,
                      warmup: int, rounds: int) -> float:
     """A generous estimate of a run's wall time: per shape, the fixed cost plus, for every
     system, its checked call, each round's hold and overhead, and its calls at
-    ESTIMATE_TFLOPS."""
+    ESTIMATE_TFLOPS of the shape's direction; bwd adds the untimed forwards (the check's
+    and one per input set) at the forward's rate."""
     shares = round_shares(iters, rounds)
     calls = 1 + len(shares) * max(1, warmup) + iters
     per_system_rounds = sum(hold_seconds(share, ESTIMATE_HOST_CALL_SECONDS)
                             + ESTIMATE_ROUND_SECONDS for share in shares)
     total = ESTIMATE_STARTUP_SECONDS
     for shape in shapes:
-        gpu = calls * shape.flops / (ESTIMATE_TFLOPS * 1e12)
-        total += dtypes * (ESTIMATE_SHAPE_SECONDS + systems * (per_system_rounds + gpu))
+        gpu = calls * shape.flops / (ESTIMATE_TFLOPS[shape.direction] * 1e12)
+        if shape.direction == "bwd":
+            gpu += ((1 + ESTIMATE_INPUT_SETS) * shape.forward_flops
+                    / (ESTIMATE_TFLOPS["fwd"] * 1e12))
+        total += dtypes * (ESTIMATE_SHAPE_SECONDS[shape.direction]
+                           + systems * (per_system_rounds + gpu))
     return total
 
 
@@ -539,8 +805,12 @@ def estimate_seconds(shapes: Sequence[Shape], dtypes: int, systems: int, iters: 
 
 def describe_cell(cell: Cell) -> str:
     if cell.status == "ok":
+        if len(cell.diffs) > 1:  # the backward's: each gradient's
+            diffs = " ".join(f"{name} {value:.1e}" for name, value in cell.diffs.items())
+        else:
+            diffs = f"{cell.max_diff:.1e}"
         return (f"{cell.tflops():7.1f} TFLOPS [{cell.tflops(0.9):.0f}-{cell.tflops(0.1):.0f}] "
-                f"diff {cell.max_diff:.1e}")
+                f"diff {diffs}")
     if cell.status == "wrong":
         return f"WRONG ({cell.reason})"
     return f"n/a ({cell.reason[:90]})"
@@ -582,7 +852,8 @@ def print_summary(all_cells: list[list[Cell]], systems: list[System], seqlens: l
     the systems' median TFLOPS separated by '/' ('X': wrong, '-': not run)."""
     labels = "/".join(s.key for s in systems)
     ratios = active_ratios([s.key for s in systems])
-    print(f"\n## Forward, {dtype_name}, TFLOPS ({labels})")
+    direction = all_cells[0][0].shape.direction if all_cells else "fwd"
+    print(f"\n## {DIRECTION_TITLES[direction]}, {dtype_name}, TFLOPS ({labels})")
     print("| config | " + " | ".join(seqlen_label(s) for s in seqlens) + " | "
           + "".join(f"{heading} | " for _, _, heading in ratios).rstrip())
     print("|---" * (len(seqlens) + 1 + len(ratios)) + "|")
@@ -607,9 +878,10 @@ def seqlen_label(seqlen: int) -> str:
     return f"{seqlen // 1024}k" if seqlen % 1024 == 0 else str(seqlen)
 
 
+# direction last, so the forward's columns keep their places for the readers of older runs.
 CSV_COLUMNS = ["gpu", "dtype", "seqlen", "head_dim", "causal", "batch", "heads", "system",
                "status", "median_ms", "p10_ms", "p90_ms", "tflops", "tflops_p10",
-               "tflops_p90", "max_abs_diff", "tolerance", "reason"]
+               "tflops_p90", "max_abs_diff", "tolerance", "reason", "direction"]
 
 
 def write_csv(path: str, all_cells: list[list[Cell]], gpu: str,
@@ -631,7 +903,7 @@ def write_csv(path: str, all_cells: list[list[Cell]], gpu: str,
                     "tflops_p10": f"{cell.tflops(0.9):.2f}",
                     "tflops_p90": f"{cell.tflops(0.1):.2f}",
                     "max_abs_diff": f"{cell.max_diff:.4g}", "tolerance": f"{cell.tolerance:.4g}",
-                    "reason": cell.reason,
+                    "reason": cell.reason, "direction": s.direction,
                 })
 
 
@@ -644,7 +916,8 @@ def column_name(key: str) -> str:
 
 def ratio_column(numerator: str, denominator: str) -> str:
     """this_over_prev, this_over_public, fa3_over_cudnn."""
-    names = {"fa3": "this", "fa3-lse": "lse", "fa3-prev": "prev", "fa3-public": "public"}
+    names = {"fa3": "this", "fa3-lse": "lse", "fa3-det": "det", "fa3-prev": "prev",
+             "fa3-public": "public"}
     if denominator in ("fa3-prev", "fa3-public"):
         return f"{names[numerator]}_over_{names[denominator]}"
     return f"{column_name(numerator)}_over_{column_name(denominator)}"
@@ -712,6 +985,10 @@ def ratio_summary(all_cells: list[list[Cell]], numerator: str, denominator: str,
             f"{seqlen_label(high[1].seqlen)})")
 
 
+# The seqlens the ratio summaries start from: all, and the backward's targets' 1k and 2k.
+SUMMARY_FROM = {"fwd": (0, 2048), "bwd": (0, 1024, 2048), "fwdbwd": (0, 1024, 2048)}
+
+
 def markdown_table(all_cells: list[list[Cell]], dtype_name: str, header: Sequence[str]) -> str:
     """The per-dtype table: a row per shape, median TFLOPS per system, then the ratios;
     WRONG / n/a cells name the reason in the last column. header: lines put above it."""
@@ -721,7 +998,8 @@ def markdown_table(all_cells: list[list[Cell]], dtype_name: str, header: Sequenc
     keys = [s.key for s in systems]
     ratios = active_ratios(keys)
     labels = "; ".join(f"{s.key} = {s.label}" for s in systems)
-    lines = [f"## Forward, {dtype_name}, median TFLOPS ({labels})", ""]
+    direction = all_cells[0][0].shape.direction
+    lines = [f"## {DIRECTION_TITLES[direction]}, {dtype_name}, median TFLOPS ({labels})", ""]
     lines += [f"{line}  " for line in header] + ([""] if header else [])
     columns = (["config", "seqlen", "batch", "heads"] + keys
                + [heading for _, _, heading in ratios] + ["notes"])
@@ -741,7 +1019,7 @@ def markdown_table(all_cells: list[list[Cell]], dtype_name: str, header: Sequenc
     if ratios:
         lines.append("")
         for a, b, heading in ratios:
-            for min_seqlen in (0, 2048):
+            for min_seqlen in SUMMARY_FROM[direction]:
                 lines.append(f"- {ratio_summary(all_cells, a, b, heading, min_seqlen)}")
     return "\n".join(lines) + "\n"
 
@@ -781,6 +1059,13 @@ def draw_figure(path: str, all_cells: list[list[Cell]], systems: list[System],
     figure.savefig(path, dpi=120)
     plt.close(figure)
     print(f"wrote {path}")
+
+
+def table_stem(direction: str, dtype_name: str) -> str:
+    """side_by_side_bf16 (the forward's, as before), side_by_side_bwd_bf16, ..."""
+    if direction == "fwd":
+        return f"side_by_side_{dtype_name}"
+    return f"side_by_side_{direction}_{dtype_name}"
 
 
 def per_dtype_path(path: str, dtype_name: str, several: bool) -> str:
@@ -836,6 +1121,9 @@ def print_environment(device: "torch.device", args: argparse.Namespace,
                  f"{args.iters} timed calls in {args.rounds} round(s), the order of the systems "
                  f"rotating, {args.warmup} warm-up calls before each; median with p10-p90 in "
                  f"brackets")
+    lines.append(f"direction {args.direction}: {DIRECTION_TIMED[args.direction]}; TFLOPS: the "
+                 f"forward's 4*B*H*S^2*D (halved for causal) x "
+                 f"{DIRECTION_FLOP_FACTOR[args.direction]:g}")
     for line in lines:
         print(line)
     print(f"layouts: {LAYOUTS}")
@@ -869,6 +1157,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--dtype", type=name_list, default=None,
                         help="bf16, fp16 or both, comma-separated (default bf16; "
                              "--side-by-side: bf16,fp16)")
+    parser.add_argument("--direction", choices=DIRECTIONS, default="fwd",
+                        help="what a timed call is: fwd the forward (default); bwd the "
+                             "backward alone, after one untimed forward per input set (fa3: "
+                             "fa3.backward; the others: torch.autograd.grad(out, (q, k, v), "
+                             "dout, retain_graph=True)); fwdbwd the forward and its backward. "
+                             "TFLOPS: the forward's count x 1, 2.5 or 3.5 (the paper's)")
     parser.add_argument("--iters", type=int, default=None,
                         help="timed calls (default 30; --quick: 10; --side-by-side: 10 a round)")
     parser.add_argument("--warmup", type=int, default=None,
@@ -882,7 +1176,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--systems", type=name_list, default=None,
                         help=f"comma list of {', '.join(SYSTEM_KEYS)} (default fa3,cudnn,flash; "
                              f"--side-by-side: fa3, fa3-lse, fa3-prev with --prev-lib, "
-                             f"fa3-public when importable)")
+                             f"fa3-public when importable; --side-by-side --direction bwd: "
+                             f"{','.join(SIDE_BY_SIDE_BACKWARD_SYSTEMS)}). fa3-lse is "
+                             f"forward-only, fa3-det (fa3's deterministic backward) "
+                             f"backward-only")
     parser.add_argument("--side-by-side", action="store_true",
                         help="this build against the previous one (--prev-lib) and the public "
                              "FA3 (--public-fa3): the defaults above, tables in --out-dir")
@@ -893,11 +1190,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                              "(put first on sys.path): the system fa3-public")
     parser.add_argument("--out-dir", metavar="DIR",
                         help="write side_by_side_<dtype>.csv (a row per shape, the systems "
-                             "side by side, the ratios) and side_by_side_<dtype>.md there, "
-                             "rewritten after every shape")
+                             "side by side, the ratios) and side_by_side_<dtype>.md there "
+                             "(side_by_side_bwd_<dtype>.* for --direction bwd), rewritten "
+                             "after every shape")
     parser.add_argument("--csv", help="write every cell to this CSV file (a row per system)")
     parser.add_argument("--png", help="draw the paper-style figure to this PNG file "
                                       "(_<dtype> added with several dtypes)")
+    parser.add_argument("--estimate-only", action="store_true",
+                        help="print the run's time estimate and exit (no torch, no GPU needed; "
+                             "counts the systems as given, before any is left out)")
     args = parser.parse_args(argv)
 
     args.seqlens = args.seqlens or (QUICK_SEQLENS if args.quick else DEFAULT_SEQLENS)
@@ -907,7 +1208,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         parser.error(f"--dtype {','.join(args.dtype)}: each of {', '.join(DTYPES)} at most once")
     args.systems_given = args.systems is not None
     if args.systems is None:
-        if args.side_by_side:
+        if args.side_by_side and args.direction != "fwd":
+            args.systems = list(SIDE_BY_SIDE_BACKWARD_SYSTEMS)
+        elif args.side_by_side:
             args.systems = [key for key in SIDE_BY_SIDE_SYSTEMS
                             if key != "fa3-prev" or args.prev_lib]
         else:
@@ -917,6 +1220,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEM_KEYS)}")
     if not args.systems or len(set(args.systems)) != len(args.systems):
         parser.error("--systems must name at least one system, each once")
+    forward_only = [key for key in args.systems if key in FORWARD_ONLY_SYSTEMS]
+    if args.direction != "fwd" and forward_only:
+        parser.error(f"--direction {args.direction}: {', '.join(forward_only)} is forward-only "
+                     f"(fa3's backward always follows a forward with the LSE: that is fa3's "
+                     f"row); leave it out")
+    backward_only = [key for key in args.systems if key in BACKWARD_ONLY_SYSTEMS]
+    if args.direction == "fwd" and backward_only:
+        parser.error(f"{', '.join(backward_only)} (fa3's deterministic backward) needs "
+                     f"--direction bwd or fwdbwd")
     if "fa3-prev" in args.systems and not args.prev_lib:
         parser.error("the system fa3-prev needs --prev-lib PATH (the previous libfa3.so)")
     if args.prev_lib and not os.path.isfile(args.prev_lib):
@@ -939,8 +1251,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 
 def shapes_of(args: argparse.Namespace) -> list[Shape]:
-    return [Shape(seqlen, head_dim, bool(causal)) for head_dim in args.hdims
-            for causal in args.causal for seqlen in args.seqlens]
+    return [Shape(seqlen, head_dim, bool(causal), direction=args.direction)
+            for head_dim in args.hdims for causal in args.causal for seqlen in args.seqlens]
 
 
 def fail(message: str) -> NoReturn:
@@ -953,6 +1265,7 @@ def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.
     """The chosen systems, in --systems order, and the previous build's binding; exits with
     status 2 when one asked for cannot be set up."""
     known = all_systems()
+    known["fa3-det"] = fa3_det_system()
     prev = None
     if "fa3-prev" in args.systems or "fa3-public" in args.systems:
         known["fa3"] = dataclasses.replace(known["fa3"], label="fa3 (this build)")
@@ -969,6 +1282,13 @@ def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.
             fail(f"--prev-lib {args.prev_lib} is this build's library "
                  f"({fa3.library_path()}); give the previous build's")
         known["fa3-prev"] = prev_fa3_system(prev)
+        lacking = [name for name in fa3.api.BACKWARD_FUNCTIONS if name in prev.library.missing]
+        if args.direction != "fwd" and lacking:
+            # A build from before the backward pass: forward-only, so it has no column here.
+            print(f"fa3-prev left out: {prev.library_path()} has no backward (it does not "
+                  f"export {', '.join(lacking)}); --direction fwd times its forward")
+            args.systems = [key for key in args.systems if key != "fa3-prev"]
+            prev = None
     if "fa3-public" in args.systems:
         why = import_public_fa3(args.public_fa3)
         if not why:
@@ -983,8 +1303,20 @@ def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.
     return [known[key] for key in args.systems], prev
 
 
+def estimate_line(args: argparse.Namespace, systems: int) -> tuple[float, str]:
+    shapes = shapes_of(args)
+    estimate = estimate_seconds(shapes, len(args.dtype), systems, args.iters, args.warmup,
+                                args.rounds)
+    return estimate, (f"estimate: {estimate:.0f} s ({estimate / 60:.1f} min) for {len(shapes)} "
+                      f"shapes x {len(args.dtype)} dtype(s) x {systems} systems, "
+                      f"{args.direction} (docs/bench.md, \"Side by side\")")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    if args.estimate_only:
+        print(estimate_line(args, len(args.systems))[1])
+        return 0
     started = time.monotonic()
     try:
         import_torch()
@@ -999,11 +1331,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     header = print_environment(device, args, prev)
     gpu = torch.cuda.get_device_properties(device).name
     shapes = shapes_of(args)
-    estimate = estimate_seconds(shapes, len(args.dtype), len(systems), args.iters,
-                                args.warmup, args.rounds)
-    print(f"estimate: {estimate:.0f} s ({estimate / 60:.1f} min) for {len(shapes)} shapes x "
-          f"{len(args.dtype)} dtype(s) x {len(systems)} systems (docs/bench.md, "
-          f"\"Side by side\")\n")
+    estimate, line = estimate_line(args, len(systems))
+    print(line + "\n")
     sys.stdout.flush()
     if args.out_dir:
         os.makedirs(args.out_dir, exist_ok=True)
@@ -1038,10 +1367,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"wrote {args.csv}")
     if args.out_dir:
         for dtype_name in by_dtype:
-            print(f"wrote {args.out_dir}/side_by_side_{dtype_name}.csv and .md")
+            print(f"wrote {args.out_dir}/{table_stem(args.direction, dtype_name)}.csv and .md")
     if args.png:
         for dtype_name, all_cells in by_dtype.items():
-            title = f"Attention forward, {dtype_name}, {gpu}"
+            title = f"Attention {DIRECTION_TITLES[args.direction].lower()}, {dtype_name}, {gpu}"
             draw_figure(per_dtype_path(args.png, dtype_name, len(by_dtype) > 1), all_cells,
                         systems, args.hdims, [bool(c) for c in args.causal], title)
     print(f"took {time.monotonic() - started:.0f} s (estimate {estimate:.0f} s)")
@@ -1050,9 +1379,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 def write_tables(directory: Path, all_cells: list[list[Cell]], gpu: str, dtype_name: str,
                  header: Sequence[str]) -> None:
-    write_wide_csv(directory / f"side_by_side_{dtype_name}.csv", all_cells, gpu, dtype_name)
-    (directory / f"side_by_side_{dtype_name}.md").write_text(
-        markdown_table(all_cells, dtype_name, header))
+    """side_by_side[_<direction>]_<dtype>.csv and .md (table_stem) in directory."""
+    direction = all_cells[0][0].shape.direction if all_cells else "fwd"
+    stem = table_stem(direction, dtype_name)
+    write_wide_csv(directory / f"{stem}.csv", all_cells, gpu, dtype_name)
+    (directory / f"{stem}.md").write_text(markdown_table(all_cells, dtype_name, header))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-// fa3-bench: the command-line benchmark of fa3's forward attention (docs/bench.md).
+// fa3-bench: the command-line benchmark of fa3's attention, forward and (--direction bwd,
+// fwdbwd) backward (docs/bench.md).
 //
 //   parse options (exit 2 on an argument error) -> checks that need the library but no GPU
 //   (--config, --table) -> the GPU check (one sentence and exit 1 without a driver or a
@@ -11,10 +12,12 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "backward_runner.h"
 #include "cuda_util.h"
 #include "device.h"
 #include "fa3/fa3.h"
@@ -34,6 +37,17 @@ std::vector<std::string> compiled_kernel_names() {
   return names;
 }
 
+bool is_forward_kernel(const std::string& name) { return name.rfind("fa3_fwd_", 0) == 0; }
+
+// The kernels --config, --all-configs and --ablation choose from: fa3_kernel_name lists the
+// backward kernels too, which fa3_forward_with_kernel does not run.
+std::vector<std::string> forward_kernel_names(const std::vector<std::string>& compiled) {
+  std::vector<std::string> names;
+  for (const std::string& k : compiled)
+    if (is_forward_kernel(k)) names.push_back(k);
+  return names;
+}
+
 std::string command_line(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -43,7 +57,10 @@ std::string command_line(int argc, char** argv) {
 void print_kernel_list(const std::vector<std::string>& kernels) {
   std::printf("# %zu kernels compiled into fa3 %d.%d\n", kernels.size(), FA3_VERSION_MAJOR,
               FA3_VERSION_MINOR);
-  for (const std::string& k : kernels) std::printf("%s  (%s)\n", k.c_str(), kernel_variant(k).c_str());
+  for (const std::string& k : kernels)
+    std::printf("%s  (%s)\n", k.c_str(),
+                is_forward_kernel(k) ? kernel_variant(k).c_str()
+                                     : "backward: fa3_backward chooses it, --config does not");
 }
 
 // Opens (and truncates) the output files now, so a bad path fails before a long sweep.
@@ -112,10 +129,22 @@ RunnerSettings runner_settings(const Options& o, const std::vector<std::string>&
   return s;
 }
 
+BackwardSettings backward_settings(const Options& o) {
+  BackwardSettings s;
+  s.direction = o.direction;
+  s.deterministic = o.deterministic;
+  s.warmup = o.warmup;
+  s.rounds = o.rounds;
+  s.cooldown = o.cooldown;
+  return s;
+}
+
 ReportLayout report_layout(const Options& o, const std::vector<std::string>& compiled) {
   ReportLayout layout;
-  layout.check = o.check;
-  layout.baseline = o.baseline;
+  const bool forward = o.direction == Direction::Fwd;
+  layout.check = forward && o.check;
+  layout.backward_check = !forward;  // the backward rows are always checked
+  layout.baseline = forward && o.baseline;
   layout.variant = o.ablation || o.all_configs;
   for (const std::string& k : compiled) {
     layout.config_width = std::max(layout.config_width, static_cast<int>(k.size()));
@@ -125,11 +154,31 @@ ReportLayout report_layout(const Options& o, const std::vector<std::string>& com
 }
 
 std::string baseline_description(const Options& o, const Cublas* cublas, const std::string& why) {
+  if (o.direction != Direction::Fwd) return "none for the backward";
   if (!o.baseline) return "off (--no-baseline)";
   if (!cublas) return "unavailable: " + why + " (column std_ms says \"no cuBLAS\")";
   return "standard attention: S = QK^T (cuBLAS " + cublas->library_name() +
          "), P = softmax(S) (bench kernel), O = PV (cuBLAS); S and P in device memory in the "
          "input dtype";
+}
+
+std::string direction_description(const Options& o) {
+  switch (o.direction) {
+    case Direction::Fwd:
+      return "fwd: fa3_forward without the LSE (inference); TFLOPS = 4*B*H*Sq*Sk*D / time, "
+             "halved for causal";
+    case Direction::Bwd:
+      return std::string("bwd: fa3_backward on one fa3_forward's O and LSE (random Q, K, V, dO), ") +
+             (o.deterministic ? "deterministic" : "the faster reduction order") +
+             ", its workspace allocated beforehand; TFLOPS = 2.5 x the forward's FLOPs / time; "
+             "dQ, dK, dV checked against float64 first";
+    case Direction::FwdBwd:
+      return std::string("fwdbwd: fa3_forward with the LSE, then fa3_backward (") +
+             (o.deterministic ? "deterministic" : "the faster reduction order") +
+             "), timed together; TFLOPS = 3.5 x the forward's FLOPs / time; dQ, dK, dV checked "
+             "against float64 first";
+  }
+  return "";
 }
 
 // The device, the fa3 handle and the stream every launch goes to; false (after printing
@@ -163,6 +212,7 @@ Header run_header(const Options& o, const DeviceInfo& device, const LiveClocks& 
                   const std::string& command) {
   Header header = make_header(device, clocks, o.table_path, o.warmup, o.iters, command,
                               o.rounds, o.cooldown);
+  header.push_back({"direction", direction_description(o), std::nullopt});
   header.push_back({"baseline", baseline_description(o, cublas, no_cublas_reason), std::nullopt});
   if (o.ablation)
     header.push_back({"ablation", "the paper's Table 2 shape (batch 4, seqlen 8448, 16 heads, "
@@ -172,9 +222,22 @@ Header run_header(const Options& o, const DeviceInfo& device, const LiveClocks& 
   return header;
 }
 
+using ProblemRunner =
+    std::function<std::vector<ResultRow>(const Problem&, const Progress&, Outcome* fatal)>;
+
+// A backward row whose check failed also gets a line of its own on stderr, saying which
+// gradient broke which rule.
+void print_check_failure(const ResultRow& row) {
+  if (!row.backward_check || row.backward_check->pass) return;
+  std::fprintf(stderr, "fa3-bench: FAIL %s %s: %s\n", direction_label(row.direction),
+               problem_label(row.problem).c_str(), row.backward_check->failure.c_str());
+}
+
 // Runs every problem, printing each row as it completes; returns the exit status.
-int run_sweep(const Options& o, Runner& runner, const ReportLayout& layout,
-              std::vector<ResultRow>* rows) {
+// last_unfitting_reason: --config's explanation when no problem fits its kernel.
+int run_sweep(const Options& o, const ProblemRunner& run_problem,
+              const std::function<std::string()>& last_unfitting_reason,
+              const ReportLayout& layout, std::vector<ResultRow>* rows) {
   const std::vector<Problem> problems = build_problems(o);
   ProgressLine progress(problems.size() > 1 || o.all_configs || o.ablation);
   int status = 0;
@@ -184,11 +247,13 @@ int run_sweep(const Options& o, Runner& runner, const ReportLayout& layout,
     const std::string label = "[" + std::to_string(i + 1) + "/" + std::to_string(problems.size()) +
                               "] " + problem_label(problems[i]);
     Outcome fatal;
-    const std::vector<ResultRow> problem_rows = runner.run(
+    const std::vector<ResultRow> problem_rows = run_problem(
         problems[i], [&](const std::string& stage) { progress.show(label, stage); }, &fatal);
     progress.clear();
     for (const ResultRow& row : problem_rows) {
       std::fputs(table_line(row, layout).c_str(), stdout);
+      std::fflush(stdout);
+      print_check_failure(row);
       if (!row_succeeded(row)) status = 1;
     }
     std::fflush(stdout);
@@ -202,7 +267,7 @@ int run_sweep(const Options& o, Runner& runner, const ReportLayout& layout,
   if (!o.config.empty() && rows->empty()) {
     std::fprintf(stderr, "fa3-bench: --config %s fits none of the problems of this run (check "
                          "--dtype, --hdim and --causal against the kernel's name; %s).\n",
-                 o.config.c_str(), runner.last_unfitting_reason().c_str());
+                 o.config.c_str(), last_unfitting_reason().c_str());
     return 1;
   }
   return status;
@@ -226,7 +291,8 @@ int run_on_gpu(const Options& o, const std::vector<std::string>& compiled,
   int status = 0;
   {  // everything on the device goes before the stream and the handle
     std::string no_cublas_reason;
-    std::unique_ptr<Cublas> cublas = o.baseline ? Cublas::load(stream, &no_cublas_reason) : nullptr;
+    const bool baseline = o.baseline && o.direction == Direction::Fwd;
+    std::unique_ptr<Cublas> cublas = baseline ? Cublas::load(stream, &no_cublas_reason) : nullptr;
     LiveClocks clocks(device.pci_bus_id);
     Header header = run_header(o, device, clocks, cublas.get(), no_cublas_reason, command);
     std::fputs(header_lines(header).c_str(), stdout);
@@ -237,9 +303,18 @@ int run_on_gpu(const Options& o, const std::vector<std::string>& compiled,
       status = 1;
     } else {
       const ReportLayout layout = report_layout(o, compiled);
-      Runner runner(fa3, stream, device, timer, cublas.get(), runner_settings(o, compiled));
       std::vector<ResultRow> rows;
-      status = run_sweep(o, runner, layout, &rows);
+      if (o.direction == Direction::Fwd) {
+        Runner runner(fa3, stream, device, timer, cublas.get(), runner_settings(o, compiled));
+        status = run_sweep(
+            o, [&](const Problem& p, const Progress& pr, Outcome* f) { return runner.run(p, pr, f); },
+            [&] { return runner.last_unfitting_reason(); }, layout, &rows);
+      } else {
+        BackwardRunner runner(fa3, stream, device, timer, backward_settings(o));
+        status = run_sweep(
+            o, [&](const Problem& p, const Progress& pr, Outcome* f) { return runner.run(p, pr, f); },
+            [] { return std::string(); }, layout, &rows);
+      }
       header.push_back({"clocks_after", clocks.describe(), std::nullopt});
       std::printf("# clocks after the run: %s\n", header.back().text.c_str());
       if (!write_outputs(o, header, layout, rows)) status = 1;
@@ -258,11 +333,12 @@ int bench_main(int argc, char** argv) {
     return parsed.status;
   }
   const Options& o = parsed.options;
-  const std::vector<std::string> compiled = compiled_kernel_names();
+  const std::vector<std::string> all_kernels = compiled_kernel_names();
   if (o.list_configs) {
-    print_kernel_list(compiled);
+    print_kernel_list(all_kernels);
     return 0;
   }
+  const std::vector<std::string> compiled = forward_kernel_names(all_kernels);
   if (!o.config.empty()) {
     const std::string error = config_name_error(o.config, compiled);
     if (!error.empty()) {

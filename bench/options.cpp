@@ -11,6 +11,15 @@ namespace fa3bench {
 
 const char* dtype_label(DType d) { return d == DType::F16 ? "fp16" : "bf16"; }
 
+const char* direction_label(Direction d) {
+  switch (d) {
+    case Direction::Fwd: return "fwd";
+    case Direction::Bwd: return "bwd";
+    case Direction::FwdBwd: return "fwdbwd";
+  }
+  return "?";
+}
+
 namespace {
 
 using cli::fail;
@@ -23,12 +32,12 @@ using cli::parse_head_dim;
 using cli::parse_list;
 using cli::positive;
 
-void parse_direction(const std::string& value) {
+Direction parse_direction(const std::string& value) {
   const std::string v = lowercase(value);
-  if (v == "fwd" || v == "forward") return;
-  if (v == "bwd" || v == "backward")
-    fail("--direction " + value + " is not available yet: fa3 has only the forward pass (fwd).");
-  fail("--direction must be fwd (the only direction fa3 has so far), got '" + value + "'.");
+  if (v == "fwd" || v == "forward") return Direction::Fwd;
+  if (v == "bwd" || v == "backward") return Direction::Bwd;
+  if (v == "fwdbwd" || v == "fwd+bwd" || v == "both") return Direction::FwdBwd;
+  fail("--direction must be fwd, bwd or fwdbwd, got '" + value + "'.");
 }
 
 using OptionSpec = cli::OptionSpec<Options>;
@@ -65,9 +74,17 @@ const std::vector<OptionSpec>& option_specs() {
        [](Options& o, const std::string& v) { o.seqlen_q = positive("--seqlen-q", v, true); }},
       {"--seqlen-k", "N", "key/value length of one shape (replaces --seqlen). Default: = --seqlen-q.",
        [](Options& o, const std::string& v) { o.seqlen_k = positive("--seqlen-k", v, true); }},
-      {"--direction", "DIR", "fwd, the only direction so far (bwd will come with the backward "
-                             "pass). Default: fwd.",
-       [](Options&, const std::string& v) { parse_direction(v); }},
+      {"--direction", "DIR", "fwd: fa3_forward (O only, as inference calls it). bwd: one "
+                             "fa3_backward call (dQ, dK, dV from one fa3_forward's O and LSE, "
+                             "the workspace allocated beforehand), checked against a float64 "
+                             "host reference first. fwdbwd: fa3_forward with the LSE, then "
+                             "fa3_backward, timed as one (checked as bwd). Head dim 256 has no "
+                             "backward yet: its rows say skipped. Default: fwd.",
+       [](Options& o, const std::string& v) { o.direction = parse_direction(v); }},
+      {"--deterministic", nullptr, "bwd, fwdbwd: fa3_params.deterministic = 1 (dQ, dK, dV "
+                                   "bitwise identical from run to run; the check then also runs "
+                                   "the backward twice and compares the bits).",
+       [](Options& o, const std::string&) { o.deterministic = true; }},
       {"--warmup", "N", "untimed launches before the timed ones. Default: 10.",
        [](Options& o, const std::string& v) { o.warmup = non_negative("--warmup", v); }},
       {"--iters", "N", "timed launches; the table shows their median, p10 and p90. Default: 30.",
@@ -100,10 +117,12 @@ const std::vector<OptionSpec>& option_specs() {
        [](Options& o, const std::string&) { o.ablation = true; }},
       {"--check", nullptr, "verify each output (O and LSE) against a float64 host reference on "
                            "sampled rows before timing it; rule: error <= 2 x plain "
-                           "same-precision attention's error + 1e-5.",
+                           "same-precision attention's error + 1e-5. --direction bwd and "
+                           "fwdbwd always check dQ, dK and dV this way.",
        [](Options& o, const std::string&) { o.check = true; }},
       {"--no-baseline", nullptr, "skip the standard-attention baseline (cuBLAS GEMM, softmax, "
-                                 "GEMM with S and P in device memory).",
+                                 "GEMM with S and P in device memory; forward only: bwd and "
+                                 "fwdbwd rows have none).",
        [](Options& o, const std::string&) { o.baseline = false; }},
       {"--csv", "FILE", "also write every row (every column of the table) to FILE as CSV.",
        [](Options& o, const std::string& v) {
@@ -139,6 +158,14 @@ void check_combinations(const Options& o) {
     fail("--seqlen cannot be combined with --seqlen-q/--seqlen-k; use one or the other.");
   if (!o.config.empty() && o.all_configs)
     fail("--config and --all-configs exclude each other: one kernel or all of them.");
+  if (o.direction != Direction::Fwd) {
+    for (const char* name : {"--config", "--all-configs", "--ablation"})
+      if (given(o, name))
+        fail(std::string(name) + " chooses forward kernels and cannot be combined with "
+                                 "--direction " + direction_label(o.direction) + ".");
+  } else if (o.deterministic) {
+    fail("--deterministic applies to the backward pass: pass --direction bwd or fwdbwd.");
+  }
   if (o.ablation) {
     for (const char* name : {"--dtype", "--hdim", "--causal", "--seqlen", "--batch", "--heads",
                              "--kv-heads", "--seqlen-q", "--seqlen-k", "--config", "--all-configs"})
@@ -179,11 +206,14 @@ std::string help_text() {
          "\n"
          "Times fa3's forward attention on the GPU (CUDA events, median of --iters launches\n"
          "after --warmup, inputs rotated over enough buffer sets to exceed 3x the L2 cache)\n"
-         "next to the standard attention baseline, and prints one row per problem.\n"
+         "next to the standard attention baseline, and prints one row per problem;\n"
+         "--direction bwd / fwdbwd times the backward (alone / after the forward) alike.\n"
          "Default: the paper's grid (Section 4.1): seqlen 512..16k, batch = 16384/seqlen,\n"
          "heads = 2048/head_dim, over --dtype x --hdim x --causal.\n"
          "TFLOPS = 4*batch*heads*seqlen_q*seqlen_k*head_dim / time, halved for causal\n"
-         "(causal with seqlen_q != seqlen_k counts the unmasked (i,j) pairs exactly).\n"
+         "(causal with seqlen_q != seqlen_k counts the unmasked (i,j) pairs exactly);\n"
+         "--direction bwd counts 2.5x that (the paper: the backward's 5 GEMMs to the\n"
+         "forward's 2), fwdbwd 3.5x.\n"
          "Lists are comma-separated (--hdim 64,128). Options take their value as the next\n"
          "argument or after '=' (--iters=50).\n"
          "\n"

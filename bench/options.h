@@ -14,6 +14,12 @@ enum class DType { F16, BF16 };
 
 const char* dtype_label(DType d);  // "fp16" / "bf16", as the table prints them
 
+// What a row times: fa3_forward; fa3_backward (on one forward's O and LSE); or both, as one
+// training step's attention runs them.
+enum class Direction { Fwd, Bwd, FwdBwd };
+
+const char* direction_label(Direction d);  // "fwd" / "bwd" / "fwdbwd", as the table prints them
+
 struct Options {
   std::vector<DType> dtypes{DType::BF16};
   std::vector<int> head_dims{64, 128, 256};
@@ -21,6 +27,8 @@ struct Options {
   std::vector<int64_t> seqlens{512, 1024, 2048, 4096, 8192, 16384};  // the paper's grid
   // One-shape overrides; unset means the paper's rule (batch = 16384/S, heads = 2048/D).
   std::optional<int64_t> batch, heads, kv_heads, seqlen_q, seqlen_k;
+  Direction direction = Direction::Fwd;
+  bool deterministic = false;  // --deterministic: fa3_params.deterministic = 1 (backward)
   int warmup = 10;
   int iters = 30;
   int rounds = 1;        // --rounds: timing rounds interleaved over a problem's kernels

@@ -89,6 +89,15 @@ double forward_flops(const Problem& p) {
   return per_pair * static_cast<double>(causal_pairs(p.seqlen_q, p.seqlen_k));
 }
 
+double direction_flops(const Problem& p, Direction direction) {
+  switch (direction) {
+    case Direction::Fwd: return forward_flops(p);
+    case Direction::Bwd: return kBackwardFlopsFactor * forward_flops(p);
+    case Direction::FwdBwd: return (1.0 + kBackwardFlopsFactor) * forward_flops(p);
+  }
+  return 0;
+}
+
 double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
 int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget, int launches) {

@@ -41,6 +41,11 @@ int64_t causal_pairs(int64_t seqlen_q, int64_t seqlen_k);
 // halved for causal with Sq == Sk (the paper's convention); causal with Sq != Sk counts the
 // unmasked pairs exactly: 4 * D * B * H * pairs.
 double forward_flops(const Problem& p);
+// The FLOPs a row of `direction` is credited with, by the paper's convention: the backward
+// does 5 GEMMs of the forward's size (S = QK^T recomputed, dP = dO V^T, dV = P^T dO,
+// dQ = dS K, dK = dS^T Q) to the forward's 2, so bwd = 2.5 x forward_flops and fwdbwd = 3.5 x.
+constexpr double kBackwardFlopsFactor = 2.5;
+double direction_flops(const Problem& p, Direction direction);
 double tflops(double flops, double ms);
 
 // How many sets of input buffers (Q, K, V, O) a measurement rotates over: enough that

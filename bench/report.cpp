@@ -21,8 +21,10 @@ std::string format_bytes(double bytes) {
 }
 
 bool row_succeeded(const ResultRow& row) {
+  if (row.skipped) return true;
   if (!row.timing || !row.note.empty()) return false;
   if (row.check && !row.check->pass) return false;
+  if (row.backward_check && !row.backward_check->pass) return false;
   if (row.baseline.state == BaselineResult::State::Failed) return false;
   if (row.baseline.check && !row.baseline.check->pass) return false;
   return true;
@@ -49,6 +51,7 @@ Cell verdict(bool pass) { return text(pass ? "PASS" : "FAIL"); }
 
 void add_problem_cells(const ResultRow& row, std::vector<Cell>& cells) {
   const Problem& p = row.problem;
+  cells.push_back(text(direction_label(row.direction)));
   cells.push_back(text(dtype_label(p.dtype)));
   cells.push_back(integer(p.head_dim));
   cells.push_back(integer(p.causal ? 1 : 0));
@@ -69,7 +72,8 @@ void add_timing_cells(const ResultRow& row, std::vector<Cell>& cells) {
   cells.push_back(ms(row.timing->median_ms));
   cells.push_back(ms(row.timing->p10_ms));
   cells.push_back(ms(row.timing->p90_ms));
-  cells.push_back(number("%.1f", tflops(forward_flops(row.problem), row.timing->median_ms)));
+  cells.push_back(
+      number("%.1f", tflops(direction_flops(row.problem, row.direction), row.timing->median_ms)));
 }
 
 void add_check_cells(const std::optional<CheckResult>& check, std::vector<Cell>& cells) {
@@ -81,6 +85,21 @@ void add_check_cells(const std::optional<CheckResult>& check, std::vector<Cell>&
   cells.push_back(error(check->plain_o_error));
   cells.push_back(check->has_lse ? error(check->lse_error) : none());
   cells.push_back(check->has_lse ? error(check->plain_lse_error) : none());
+  cells.push_back(verdict(check->pass));
+}
+
+void add_backward_check_cells(const std::optional<BackwardCheckResult>& check,
+                              std::vector<Cell>& cells) {
+  if (!check) {
+    for (int i = 0; i < 7; ++i) cells.push_back(none());
+    return;
+  }
+  for (const auto& [ours, plain] : {std::pair{check->dq_error, check->plain_dq_error},
+                                    std::pair{check->dk_error, check->plain_dk_error},
+                                    std::pair{check->dv_error, check->plain_dv_error}}) {
+    cells.push_back(error(ours));
+    cells.push_back(error(plain));
+  }
   cells.push_back(verdict(check->pass));
 }
 
@@ -152,7 +171,7 @@ nlohmann::ordered_json json_value(const Cell& c) {
 
 std::vector<Column> report_columns(const ReportLayout& layout) {
   std::vector<Column> columns = {
-      {"dtype", 5, true},   {"hdim", 4, false},    {"causal", 6, false},
+      {"dir", 6, true},     {"dtype", 5, true},   {"hdim", 4, false},    {"causal", 6, false},
       {"batch", 5, false},  {"heads", 5, false},   {"kv_heads", 8, false},
       {"seqlen_q", 8, false}, {"seqlen_k", 8, false}, {"config", layout.config_width, true},
       {"sets", 4, false},   {"ms", 9, false},      {"p10", 9, false},
@@ -161,6 +180,10 @@ std::vector<Column> report_columns(const ReportLayout& layout) {
   if (layout.check)
     for (const char* name : {"err", "plain_err", "lse_err", "plain_lse_err", "check"})
       columns.push_back({name, name == std::string("check") ? 5 : 9, false});
+  else if (layout.backward_check)
+    for (const char* name : {"dq_err", "plain_dq_err", "dk_err", "plain_dk_err", "dv_err",
+                             "plain_dv_err", "check"})
+      columns.push_back({name, name == std::string("check") ? 5 : 12, false});
   if (layout.baseline) {
     columns.push_back({"std_ms", 14, false});
     columns.push_back({"std_TFLOPS", 10, false});
@@ -180,6 +203,7 @@ std::vector<Cell> report_cells(const ResultRow& row, const ReportLayout& layout)
   add_problem_cells(row, cells);
   add_timing_cells(row, cells);
   if (layout.check) add_check_cells(row.check, cells);
+  else if (layout.backward_check) add_backward_check_cells(row.backward_check, cells);
   if (layout.baseline) {
     add_baseline_cells(row, cells);
     if (layout.check) add_baseline_check_cells(row, cells);

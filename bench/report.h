@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "backward_check.h"
 #include "check.h"
 #include "problems.h"
 #include "stats.h"
@@ -23,20 +24,29 @@ struct BaselineResult {
 
 struct ResultRow {
   Problem problem;
+  Direction direction = Direction::Fwd;  // what `timing` covers; TFLOPS by direction_flops
   std::string config = "-";  // the kernel that ran (the table's pick unless forced)
   std::string variant;       // kernel_variant(config) in --ablation / --all-configs
   int sets = 0;              // input buffer sets rotated over
   std::optional<TimingStats> timing;
   std::optional<CheckResult> check;
+  std::optional<BackwardCheckResult> backward_check;  // bwd, fwdbwd
   BaselineResult baseline;
   std::string note;  // empty when the row ran; otherwise why not (fa3_last_error(), ...)
+  // The problem is outside what fa3 covers in this direction (the backward of head dim 256):
+  // `note` says so, and the row counts as neither a failure nor a measurement.
+  bool skipped = false;
 };
 
-// true when fa3 was timed, its check (if any) passed, and the baseline's check (if any) too.
+// true when fa3 was timed and its checks (if any) passed, and the baseline's check (if any)
+// too; or the row was skipped.
 bool row_succeeded(const ResultRow& row);
 
 struct ReportLayout {
   bool check = false;     // err, plain_err, lse_err, plain_lse_err, check (+ std_err, std_check)
+  // dq_err, plain_dq_err, dk_err, plain_dk_err, dv_err, plain_dv_err, check (bwd, fwdbwd);
+  // not together with `check` (one check column).
+  bool backward_check = false;
   bool baseline = false;  // std_ms, std_TFLOPS, speedup
   bool variant = false;   // variant
   int config_width = 8;   // the longest kernel name

@@ -1,9 +1,7 @@
 #include "runner.h"
 
 #include <algorithm>
-#include <chrono>
 #include <string>
-#include <thread>
 #include <utility>
 
 namespace fa3bench {
@@ -13,20 +11,6 @@ namespace {
 constexpr size_t kTensorAlignment = 256;  // TMA needs 16; keep every tensor cache-line aligned
 
 size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
-fa3_tensor make_tensor(const void* data, const Problem& p, int64_t seqlen, int64_t heads) {
-  fa3_tensor t{};
-  t.data = const_cast<void*>(data);
-  t.dtype = p.dtype == DType::BF16 ? FA3_BF16 : FA3_F16;
-  t.batch = p.batch;
-  t.seqlen = seqlen;
-  t.heads = heads;
-  t.head_dim = p.head_dim;
-  t.stride_head = p.head_dim;
-  t.stride_seq = heads * p.head_dim;
-  t.stride_batch = seqlen * heads * p.head_dim;
-  return t;
-}
 
 struct Fa3Tensors {
   fa3_tensor q, k, v, o;
@@ -46,6 +30,20 @@ Fa3Tensors fa3_tensors(const Problem& p, const AttentionBuffers& x) {
 
 }  // namespace
 
+fa3_tensor make_tensor(const void* data, const Problem& p, int64_t seqlen, int64_t heads) {
+  fa3_tensor t{};
+  t.data = const_cast<void*>(data);
+  t.dtype = p.dtype == DType::BF16 ? FA3_BF16 : FA3_F16;
+  t.batch = p.batch;
+  t.seqlen = seqlen;
+  t.heads = heads;
+  t.head_dim = p.head_dim;
+  t.stride_head = p.head_dim;
+  t.stride_seq = heads * p.head_dim;
+  t.stride_batch = seqlen * heads * p.head_dim;
+  return t;
+}
+
 AttentionBuffers InputSets::set(int s) const {
   char* base = arena.data() + static_cast<size_t>(s) * set_bytes;
   return {base + q_offset, base + k_offset, base + v_offset, base + o_offset};
@@ -57,10 +55,7 @@ Runner::Runner(fa3_handle* fa3, cudaStream_t stream, const DeviceInfo& device, L
       settings_(std::move(settings)) {}
 
 void Runner::cool_down(const std::vector<double>& samples) const {
-  if (settings_.cooldown <= 0) return;
-  double ms = 0;
-  for (double s : samples) ms += s;
-  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(settings_.cooldown * ms));
+  fa3bench::cool_down(settings_.cooldown, samples);
 }
 
 ResultRow Runner::empty_row(const Problem& p) const {

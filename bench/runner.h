@@ -50,6 +50,10 @@ struct RunnerSettings {
   std::vector<std::string> compiled;   // KernelSelection::AllFitting
 };
 
+// The descriptor of a contiguous (batch, seqlen, heads, head_dim) tensor of p's dtype at
+// `data` (q, o, dout: seqlen_q and heads; k, v: seqlen_k and kv_heads).
+fa3_tensor make_tensor(const void* data, const Problem& p, int64_t seqlen, int64_t heads);
+
 // Tells the user what the runner is doing now ("timing fa3_fwd_...").
 using Progress = std::function<void(const std::string& stage)>;
 

@@ -1,5 +1,7 @@
 #include "timing.h"
 
+#include <chrono>
+#include <thread>
 #include <utility>
 
 namespace fa3bench {
@@ -65,6 +67,13 @@ Outcome LaunchTimer::measure(cudaStream_t stream, int warmup, int sets, const La
   *stats = summarize(samples);
   if (samples_out) *samples_out = std::move(samples);
   return Outcome::success();
+}
+
+void cool_down(double factor, const std::vector<double>& samples_ms) {
+  if (factor <= 0) return;
+  double ms = 0;
+  for (double s : samples_ms) ms += s;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(factor * ms));
 }
 
 }  // namespace fa3bench

@@ -37,4 +37,8 @@ class LaunchTimer {
   std::vector<cudaEvent_t> start_, stop_;
 };
 
+// Idles the host (and so the GPU, nothing being enqueued) factor x the summed milliseconds of
+// `samples_ms` (--cooldown; RunnerSettings::cooldown says why). Nothing when factor <= 0.
+void cool_down(double factor, const std::vector<double>& samples_ms);
+
 }  // namespace fa3bench

@@ -69,6 +69,17 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b) {
   return r;
 }
 
+// An f16 (its 16 bits) as a float (exact).
+__device__ __forceinline__ float f16_to_f32(uint16_t bits) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;\n" : "=f"(f) : "h"(bits));
+  return f;
+}
+// A bf16 (its 16 bits) as a float (exact: the float's upper half).
+__device__ __forceinline__ float bf16_to_f32(uint16_t bits) {
+  return __uint_as_float(static_cast<uint32_t>(bits) << 16);
+}
+
 // Generic -> shared-window address (what descriptors, TMA and mbarriers take).
 __device__ __forceinline__ uint32_t smem_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));

@@ -125,6 +125,13 @@ __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// Orders this thread's completed async-proxy writes to global memory (a bulk reduce-add it
+// waited for with bulk_wait_group) before its later generic-proxy operations, such as the
+// release that lets another CTA read the result (the backward's deterministic dQ order).
+__device__ __forceinline__ void fence_proxy_async_global() {
+  asm volatile("fence.proxy.async.global;\n" ::: "memory");
+}
+
 // Orders this thread's ordinary shared-memory writes before later async-proxy accesses
 // (TMA store, wgmma operand reads) of the same bytes. Follow with a barrier.
 __device__ __forceinline__ void fence_proxy_async_shared() {

@@ -4,6 +4,8 @@
 #include <new>
 
 #include "fa3/fa3.h"
+#include "runtime/backward_launch.h"
+#include "runtime/backward_problem.h"
 #include "runtime/error.h"
 #include "runtime/forward_launch.h"
 #include "runtime/forward_problem.h"
@@ -146,6 +148,53 @@ fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name, const
   });
 }
 
+fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                        const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
+                        const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,
+                        const fa3_params* p, void* workspace, size_t workspace_bytes,
+                        void* stream) {
+  return guarded([&] {
+    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
+    fa3::BackwardProblem prob;
+    Error e = fa3::check_backward(q, k, v, o, dout, lse, dq, dk, dv, p, &prob);
+    if (!e.failed())
+      e = fa3::check_backward_workspace(prob, workspace, workspace_bytes, q, k, v, o, dout, lse,
+                                        dq, dk, dv);
+    const fa3::KernelInfo* kernel = nullptr;
+    if (!e.failed()) e = fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &kernel);
+    if (e.failed()) return fail(e);
+    const CUstream s = static_cast<CUstream>(stream);
+    const auto launch = [&](CUdeviceptr w) {
+      return fa3::launch_backward(h, *kernel, prob, *q, *k, *v, *o, *dout, lse, *dq, *dk, *dv, w, s);
+    };
+    if (workspace) {
+      e = launch(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(workspace)));
+    } else {
+      // The handle's workspace belongs to a context: make the call's context current first
+      // (launch_backward then keeps it).
+      fa3::ContextScope scope(h);
+      e = scope.error();
+      if (!e.failed())
+        e = fa3::with_stream_workspace(h, scope.context(), s, fa3::backward_workspace(prob).total,
+                                       launch);
+    }
+    return e.failed() ? fail(e) : FA3_OK;
+  });
+}
+
+fa3_status fa3_backward_workspace_size(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                                       const fa3_params* p, size_t* bytes) {
+  return guarded([&] {
+    if (!bytes) return fail(FA3_ERR_INVALID_ARGUMENT, "bytes is NULL: pass the address of a size_t");
+    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
+    fa3::BackwardProblem prob;
+    Error e = fa3::check_backward_inputs(q, k, p, &prob);
+    if (e.failed()) return fail(e);
+    *bytes = fa3::backward_workspace(prob).total;
+    return FA3_OK;
+  });
+}
+
 const char* fa3_status_string(fa3_status s) {
   switch (s) {
     case FA3_OK: return "FA3_OK";
@@ -164,19 +213,19 @@ const char* fa3_status_string(fa3_status s) {
 
 const char* fa3_last_error(void) { return fa3::last_error_text(); }
 
-int fa3_kernel_count(void) { return static_cast<int>(fa3::compiled_kernels().size()); }
+int fa3_kernel_count(void) { return static_cast<int>(fa3::all_compiled_kernels().size()); }
 
 const char* fa3_kernel_name(int index) {
-  const auto& kernels = fa3::compiled_kernels();
+  const auto& kernels = fa3::all_compiled_kernels();
   if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
-  return kernels[static_cast<size_t>(index)].name.c_str();
+  return kernels[static_cast<size_t>(index)]->name.c_str();
 }
 
 fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* size) {
   return guarded([&] {
     if (!kernel_name || !data || !size)
       return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name, data and size must not be NULL");
-    const fa3::KernelInfo* kernel = fa3::find_compiled_kernel(kernel_name);
+    const fa3::KernelInfo* kernel = fa3::find_any_compiled_kernel(kernel_name);
     if (!kernel)
       return fail(FA3_ERR_INVALID_ARGUMENT, std::string("kernel_name '") + kernel_name +
                                                 "' is not a kernel compiled into this library");

@@ -31,7 +31,7 @@ struct Args {
   fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
              v = tensor(kV, 2, 300, 2, 128), o = tensor(kO, 2, 100, 8, 128);
   float* lse = reinterpret_cast<float*>(kLse);
-  fa3_params p{0.0f, 1};
+  fa3_params p{0.0f, 1, 0};
   const fa3_params* params = &p;
 
   fa3::Error check(fa3::ForwardProblem* prob = nullptr) const {
@@ -68,7 +68,7 @@ TEST_CASE("valid arguments describe the problem", "[cpu][api]") {
   a.params = nullptr;  // defaults: non-causal, 1/sqrt(d)
   REQUIRE_FALSE(a.check(&prob).failed());
   CHECK_FALSE(prob.causal);
-  a.p = {0.25f, 0};
+  a.p = {0.25f, 0, 0};
   a.params = &a.p;
   REQUIRE_FALSE(a.check(&prob).failed());
   CHECK(prob.softmax_scale == 0.25f);

@@ -1,6 +1,6 @@
 // fa3-bench's command line and the pure functions behind its numbers: options and their
 // error sentences, the paper's grid, the FLOP formula, the timing statistics, the input-set
-// count, the --check comparison and the report formats. No GPU needed.
+// count, the --check comparison (forward and backward) and the report formats. No GPU needed.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../bench/backward_check.h"
 #include "../bench/baseline_gemms.h"
 #include "../bench/check.h"
 #include "../bench/inputs.h"
@@ -74,7 +75,7 @@ TEST_CASE("--help documents every option", "[cpu][bench]") {
   CHECK(parse({"-h"}).message == help_text());
   const std::vector<std::string> spec = {
       "--dtype", "--hdim", "--causal", "--seqlen", "--batch", "--heads", "--kv-heads",
-      "--seqlen-q", "--seqlen-k", "--direction", "--warmup", "--iters", "--rounds",
+      "--seqlen-q", "--seqlen-k", "--direction", "--deterministic", "--warmup", "--iters", "--rounds",
       "--cooldown", "--config",
       "--all-configs", "--ablation", "--check", "--no-baseline", "--csv", "--json",
       "--device", "--table", "--list-configs", "--help"};
@@ -104,7 +105,42 @@ TEST_CASE("defaults are the paper's grid in bf16", "[cpu][bench]") {
   CHECK(o.warmup >= 0);
   CHECK(o.rounds == 1);
   CHECK(o.cooldown == 0);
+  CHECK(o.direction == Direction::Fwd);
+  CHECK_FALSE(o.deterministic);
   CHECK(build_problems(o).size() == 36);
+}
+
+TEST_CASE("--direction picks fwd, bwd or fwdbwd; --deterministic goes with the backward", "[cpu][bench]") {
+  CHECK(parse_ok({"--direction", "fwd"}).direction == Direction::Fwd);
+  CHECK(parse_ok({"--direction=forward"}).direction == Direction::Fwd);
+  CHECK(parse_ok({"--direction", "bwd"}).direction == Direction::Bwd);
+  CHECK(parse_ok({"--direction", "Backward"}).direction == Direction::Bwd);
+  CHECK(parse_ok({"--direction", "fwdbwd"}).direction == Direction::FwdBwd);
+  CHECK(parse_ok({"--direction", "FWD+BWD"}).direction == Direction::FwdBwd);
+  CHECK(std::string(direction_label(Direction::Fwd)) == "fwd");
+  CHECK(std::string(direction_label(Direction::Bwd)) == "bwd");
+  CHECK(std::string(direction_label(Direction::FwdBwd)) == "fwdbwd");
+
+  Options o = parse_ok({"--direction", "bwd", "--deterministic", "--hdim", "64,128", "--seqlen",
+                        "512,1k,2k,4k,8k,16k", "--dtype", "bf16", "--rounds", "3"});
+  CHECK(o.direction == Direction::Bwd);
+  CHECK(o.deterministic);
+  CHECK(o.rounds == 3);
+  CHECK(build_problems(o).size() == 2 * 2 * 6);  // the problems do not depend on the direction
+  o = parse_ok({"--direction", "fwdbwd", "--kv-heads", "4", "--check", "--no-baseline"});
+  CHECK(o.direction == Direction::FwdBwd);
+  CHECK_FALSE(o.deterministic);
+  CHECK(o.check);
+
+  expect_argument_error({"--direction", "sideways"}, "--direction");
+  expect_argument_error({"--direction", ""}, "--direction");
+  expect_argument_error({"--deterministic"}, "--deterministic");  // the forward has no order
+  expect_argument_error({"--direction", "fwd", "--deterministic"}, "--deterministic");
+  expect_argument_error({"--direction", "bwd", "--deterministic=1"}, "--deterministic");
+  expect_argument_error({"--direction", "bwd", "--config", "fa3_fwd_bf16_d128_m128_n128_s2_w2"},
+                        "--config");
+  expect_argument_error({"--direction", "fwdbwd", "--all-configs"}, "--all-configs");
+  expect_argument_error({"--ablation", "--direction", "bwd"}, "--ablation");
 }
 
 TEST_CASE("options parse their values", "[cpu][bench]") {
@@ -179,7 +215,6 @@ TEST_CASE("each argument error is one sentence and exit status 2", "[cpu][bench]
   expect_argument_error({"--kv-heads", "3"}, "--kv-heads");  // heads from the paper: 2048/D
   expect_argument_error({"--frobnicate"}, "--frobnicate");
   expect_argument_error({"extra"}, "extra");
-  expect_argument_error({"--direction", "bwd"}, "--direction bwd");
   expect_argument_error({"--direction", "sideways"}, "--direction");
   expect_argument_error({"--check=yes"}, "--check");
   expect_argument_error({"--config", ""}, "--config");
@@ -280,6 +315,25 @@ TEST_CASE("FLOPs follow the paper's formula", "[cpu][bench]") {
 
   CHECK(tflops(1e12, 1000.0) == Approx(1.0));
   CHECK(tflops(2e12, 1.0) == Approx(2000.0));
+}
+
+TEST_CASE("backward FLOPs: 2.5x the forward's, fwdbwd 3.5x (the paper's 5 GEMMs to 2)", "[cpu][bench]") {
+  Problem p = paper_grid(DType::BF16, 128, false)[4];  // B=2, H=16, S=8192
+  const double forward = 4.0 * 2 * 16 * 8192.0 * 8192.0 * 128;
+  CHECK(direction_flops(p, Direction::Fwd) == forward);
+  CHECK(direction_flops(p, Direction::Bwd) == 2.5 * forward);
+  CHECK(direction_flops(p, Direction::FwdBwd) == 3.5 * forward);
+  p.causal = true;  // halved like the forward's
+  CHECK(direction_flops(p, Direction::Bwd) == 2.5 * forward / 2);
+  CHECK(direction_flops(p, Direction::FwdBwd) == 3.5 * forward / 2);
+  p.seqlen_q = 1000;
+  p.seqlen_k = 3000;  // causal with Sq != Sk: the unmasked pairs, x 2.5
+  CHECK(direction_flops(p, Direction::Bwd) ==
+        2.5 * 4.0 * 128 * 2 * 16 * static_cast<double>(brute_force_pairs(1000, 3000)));
+  // 1 ms of a bwd row of the 16k d64 causal problem (B=1, H=32):
+  Problem q = paper_grid(DType::BF16, 64, true)[5];
+  CHECK(tflops(direction_flops(q, Direction::Bwd), 1.0) ==
+        Approx(2.5 * 4.0 * 32 * 16384.0 * 16384.0 * 64 / 2 / 1e9));
 }
 
 TEST_CASE("causal pairs match brute-force counting", "[cpu][bench]") {
@@ -506,6 +560,205 @@ TEST_CASE("--check passes plain attention's output and fails wrong or unwritten 
   }
 }
 
+// ---- the backward check -------------------------------------------------------------------
+
+namespace {
+
+std::vector<uint16_t> to_16bit(const std::vector<double>& x, bool is_bf16) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = fa3test::to_16bit(static_cast<float>(x[i]), is_bf16);
+  return out;
+}
+std::vector<uint16_t> to_16bit(const std::vector<float>& x, bool is_bf16) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = fa3test::to_16bit(x[i], is_bf16);
+  return out;
+}
+
+// Q, K, V and dO of p (the bench's inputs) and the whole float64 backward.
+struct BackwardCase {
+  std::vector<float> q, k, v, dout;
+  std::vector<double> dq, dk, dv;
+  explicit BackwardCase(const Problem& p, uint64_t seed) {
+    const size_t nq = static_cast<size_t>(p.q_elements()), nk = static_cast<size_t>(p.kv_elements());
+    const std::vector<uint16_t> bits = random_normal_16bit(2 * nq + 2 * nk, p.dtype, seed);
+    q = to_float(bits.data(), nq, p.dtype);
+    k = to_float(bits.data() + nq, nk, p.dtype);
+    v = to_float(bits.data() + nq + nk, nk, p.dtype);
+    dout = to_float(bits.data() + nq + 2 * nk, nq, p.dtype);
+    fa3test::reference_backward(attention_shape(p), q.data(), k.data(), v.data(), dout.data(), &dq,
+                                &dk, &dv);
+  }
+  BackwardReference reference(const Problem& p) const {
+    return compute_backward_reference(p, q.data(), k.data(), v.data(), dout.data());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("backward check samples whole groups, every position of short sequences", "[cpu][bench]") {
+  Problem small;  // GQA, causal with Sq > Sk
+  small.batch = 2;
+  small.heads = 4;
+  small.kv_heads = 2;
+  small.head_dim = 64;
+  small.seqlen_q = 9;
+  small.seqlen_k = 6;
+  small.causal = true;
+  BackwardSample s = sample_backward(small);
+  CHECK(s.groups.size() == 4);  // all (batch, K/V head) pairs
+  CHECK(s.query_rows == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7, 8});
+  CHECK(s.key_rows == std::vector<int64_t>{0, 1, 2, 3, 4, 5});
+
+  // 16k d128: one group costs 16k x 16k x 128, over the budget: one group, 128 spread positions.
+  const Problem long_one = paper_grid(DType::BF16, 128, false)[5];
+  s = sample_backward(long_one);
+  REQUIRE(s.groups.size() == 1);
+  CHECK(s.groups[0] == BackwardSample::Group{0, 0});
+  CHECK(s.query_rows.size() == static_cast<size_t>(kBackwardSampledPositions));
+  CHECK(s.query_rows.front() == 0);
+  CHECK(s.query_rows.back() == long_one.seqlen_q - 1);
+  CHECK(std::is_sorted(s.query_rows.begin(), s.query_rows.end()));
+  CHECK(std::adjacent_find(s.query_rows.begin(), s.query_rows.end()) == s.query_rows.end());
+  CHECK(s.key_rows == s.query_rows);
+
+  // 2k d64 causal (B=8, H=32): cheap groups, kBackwardMaxGroups of them from first to last.
+  const Problem many = paper_grid(DType::BF16, 64, true)[2];
+  s = sample_backward(many);
+  REQUIRE(s.groups.size() == static_cast<size_t>(kBackwardMaxGroups));
+  CHECK(s.groups.front() == BackwardSample::Group{0, 0});
+  CHECK(s.groups.back() == BackwardSample::Group{many.batch - 1, many.kv_heads - 1});
+  for (size_t i = 1; i < s.groups.size(); ++i)
+    CHECK(std::make_pair(s.groups[i - 1].batch, s.groups[i - 1].kv_head) <
+          std::make_pair(s.groups[i].batch, s.groups[i].kv_head));
+
+  Problem mqa = long_one;  // 16 query heads per K/V head: a group costs 16x, still one group
+  mqa.kv_heads = 1;
+  CHECK(sample_backward(mqa).groups.size() == 1);
+}
+
+TEST_CASE("backward check: the plain backward passes, wrong or unwritten gradients fail (GQA, causal)",
+          "[cpu][bench]") {
+  for (DType dtype : {DType::F16, DType::BF16}) {
+    Problem p;  // causal with Sq > Sk: rows 0-2 see no key (dQ = 0, nothing added to dK, dV)
+    p.dtype = dtype;
+    p.batch = 2;
+    p.heads = 4;
+    p.kv_heads = 2;
+    p.head_dim = 64;
+    p.seqlen_q = 9;
+    p.seqlen_k = 6;
+    p.causal = true;
+    INFO(problem_label(p));
+    const bool is_bf16 = dtype == DType::BF16;
+    const BackwardCase inputs(p, 17);
+    const BackwardReference ref = inputs.reference(p);
+    REQUIRE(ref.dq.size() == inputs.dq.size());  // every row of every group: the whole problem
+    CHECK(ref.plain_dq_error > 0);
+    CHECK(ref.plain_dk_error > 0);
+    CHECK(ref.plain_dv_error > 0);
+
+    // Ours = the float64 gradients rounded to 16 bits: within the rule.
+    const std::vector<uint16_t> dq = to_16bit(inputs.dq, is_bf16), dk = to_16bit(inputs.dk, is_bf16),
+                                dv = to_16bit(inputs.dv, is_bf16);
+    BackwardCheckResult c = compare_backward(p, ref, dq.data(), dk.data(), dv.data());
+    CHECK(c.pass);
+    CHECK(c.failure.empty());
+    CHECK(c.plain_dk_error == ref.plain_dk_error);
+
+    // Ours = the plain same-precision backward: its error is the plain error, within the rule.
+    std::vector<float> plain_dq, plain_dk, plain_dv;
+    fa3test::plain_backward(attention_shape(p), inputs.q.data(), inputs.k.data(), inputs.v.data(),
+                            inputs.dout.data(), is_bf16, &plain_dq, &plain_dk, &plain_dv);
+    const std::vector<uint16_t> pq = to_16bit(plain_dq, is_bf16), pk = to_16bit(plain_dk, is_bf16),
+                                pv = to_16bit(plain_dv, is_bf16);
+    c = compare_backward(p, ref, pq.data(), pk.data(), pv.data());
+    CHECK(c.pass);
+    CHECK(c.dq_error == Approx(ref.plain_dq_error));
+    CHECK(c.dk_error == Approx(ref.plain_dk_error));
+    CHECK(c.dv_error == Approx(ref.plain_dv_error));
+
+    std::vector<uint16_t> wrong = dk;
+    wrong[wrong.size() / 2] ^= 0x4000;  // one value far off
+    c = compare_backward(p, ref, dq.data(), wrong.data(), dv.data());
+    CHECK_FALSE(c.pass);
+    CHECK(c.failure.rfind("dk error ", 0) == 0);
+    CHECK(c.failure.find("dq") == std::string::npos);
+
+    std::vector<uint16_t> unwritten = dv;  // the NaN poison left in one value
+    unwritten.back() = 0xFFFF;
+    c = compare_backward(p, ref, dq.data(), dk.data(), unwritten.data());
+    CHECK_FALSE(c.pass);
+    CHECK(std::isinf(c.dv_error));
+
+    std::vector<uint16_t> masked = dq;  // row 0 sees no key: its dQ must be 0
+    masked[0] = fa3test::to_16bit(0.5f, is_bf16);
+    c = compare_backward(p, ref, masked.data(), dk.data(), dv.data());
+    CHECK_FALSE(c.pass);
+    CHECK(c.dq_error == 0.5);
+
+    // GQA: dK of a K/V head is the sum over its query heads; one head's share is not it.
+    BackwardCase one_head = inputs;
+    std::vector<float> dout_one = inputs.dout;
+    for (size_t i = 0; i < dout_one.size(); ++i)
+      if ((i / 64) % 4 % 2 == 1) dout_one[i] = 0;  // heads 1 and 3: no gradient flows
+    fa3test::reference_backward(attention_shape(p), inputs.q.data(), inputs.k.data(),
+                                inputs.v.data(), dout_one.data(), &one_head.dq, &one_head.dk,
+                                &one_head.dv);
+    const std::vector<uint16_t> share = to_16bit(one_head.dv, is_bf16);
+    CHECK_FALSE(compare_backward(p, ref, dq.data(), dk.data(), share.data()).pass);
+  }
+}
+
+TEST_CASE("backward check of a sampled problem reads the sampled rows at their place", "[cpu][bench]") {
+  Problem p;  // 6 groups, 4 checked; 300 positions, 128 checked
+  p.dtype = DType::BF16;
+  p.batch = 3;
+  p.heads = 4;
+  p.kv_heads = 2;
+  p.head_dim = 64;
+  p.seqlen_q = p.seqlen_k = 300;
+  const BackwardCase inputs(p, 23);
+  const BackwardReference ref = inputs.reference(p);
+  const BackwardSample& s = ref.sample;
+  REQUIRE(s.groups.size() == 4);
+  REQUIRE(s.query_rows.size() == static_cast<size_t>(kBackwardSampledPositions));
+  // The sampled reference values are the whole reference's at their (batch, seqlen, head).
+  const int64_t group = p.heads / p.kv_heads, nq = static_cast<int64_t>(s.query_rows.size());
+  const int64_t nk = static_cast<int64_t>(s.key_rows.size());
+  for (size_t gi = 0; gi < s.groups.size(); ++gi) {
+    const int64_t b = s.groups[gi].batch, hk = s.groups[gi].kv_head;
+    for (int64_t hh = 0; hh < group; ++hh)
+      for (int64_t r = 0; r < nq; r += 37) {
+        const int64_t i = s.query_rows[static_cast<size_t>(r)], h = hk * group + hh;
+        for (int64_t c = 0; c < 64; c += 9)
+          CHECK(ref.dq[static_cast<size_t>(((gi * group + hh) * nq + r) * 64 + c)] ==
+                inputs.dq[static_cast<size_t>(((b * 300 + i) * p.heads + h) * 64 + c)]);
+      }
+    for (int64_t r = 0; r < nk; r += 41) {
+      const int64_t j = s.key_rows[static_cast<size_t>(r)];
+      for (int64_t c = 0; c < 64; c += 9) {
+        const size_t at = static_cast<size_t>(((b * 300 + j) * p.kv_heads + hk) * 64 + c);
+        CHECK(ref.dk[static_cast<size_t>((gi * nk + r) * 64 + c)] == inputs.dk[at]);
+        CHECK(ref.dv[static_cast<size_t>((gi * nk + r) * 64 + c)] == inputs.dv[at]);
+      }
+    }
+  }
+  const std::vector<uint16_t> dq = to_16bit(inputs.dq, true), dk = to_16bit(inputs.dk, true),
+                              dv = to_16bit(inputs.dv, true);
+  CHECK(compare_backward(p, ref, dq.data(), dk.data(), dv.data()).pass);
+  // A wrong value in a sampled dK row fails; one outside the sample is not seen.
+  const int64_t b = s.groups[1].batch, hk = s.groups[1].kv_head, j = s.key_rows[5];
+  std::vector<uint16_t> wrong = dk;
+  wrong[static_cast<size_t>(((b * 300 + j) * p.kv_heads + hk) * 64 + 3)] ^= 0x4000;
+  CHECK_FALSE(compare_backward(p, ref, dq.data(), wrong.data(), dv.data()).pass);
+  std::vector<uint16_t> unseen = dq;
+  const int64_t not_sampled = s.query_rows[1] - 1;  // between positions 0 and ~2
+  REQUIRE(not_sampled > 0);
+  unseen[static_cast<size_t>(((b * 300 + not_sampled) * p.heads + hk * group) * 64)] ^= 0x4000;
+  CHECK(compare_backward(p, ref, unseen.data(), dk.data(), dv.data()).pass);
+}
+
 // ---- the standard-attention baseline's layout ---------------------------------------------
 
 namespace {
@@ -634,7 +887,7 @@ TEST_CASE("table, CSV and JSON carry the same columns", "[cpu][bench]") {
   const std::vector<Column> columns = report_columns(layout);
   std::vector<std::string> names;
   for (const Column& c : columns) names.push_back(c.name);
-  for (const char* expected : {"dtype", "hdim", "causal", "batch", "heads", "kv_heads", "seqlen_q",
+  for (const char* expected : {"dir", "dtype", "hdim", "causal", "batch", "heads", "kv_heads", "seqlen_q",
                                "seqlen_k", "config", "sets", "ms", "p10", "p90", "TFLOPS", "err",
                                "plain_err", "lse_err", "check", "std_ms", "std_TFLOPS", "speedup",
                                "std_err", "std_check", "note"})
@@ -669,4 +922,85 @@ TEST_CASE("table, CSV and JSON carry the same columns", "[cpu][bench]") {
   CHECK(doc["rows"][1]["std_ms"] == "needs 9.0 GiB");
   CHECK(doc["rows"][2]["ms"].is_null());
   CHECK(doc["rows"][2]["note"] == "fa3_forward: unsupported, with a comma");
+}
+
+TEST_CASE("backward rows: the direction, its TFLOPS, the gradients' check, skipped rows", "[cpu][bench]") {
+  ReportLayout layout;
+  layout.backward_check = true;
+  layout.config_width = 40;
+  ResultRow bwd;
+  bwd.problem = paper_grid(DType::BF16, 128, true)[3];
+  bwd.direction = Direction::Bwd;
+  bwd.config = "fa3_backward";
+  bwd.sets = 2;
+  bwd.timing = summarize({1.0, 1.1, 0.9});
+  BackwardCheckResult c;
+  c.dq_error = 1e-3;
+  c.plain_dq_error = 2e-3;
+  c.dk_error = 3e-3;
+  c.plain_dk_error = 4e-3;
+  c.dv_error = 5e-4;
+  c.plain_dv_error = 6e-4;
+  c.pass = true;
+  bwd.backward_check = c;
+  CHECK(row_succeeded(bwd));
+
+  ResultRow failed = bwd;
+  failed.backward_check->pass = false;
+  failed.backward_check->failure = "dk error 9.00e-03 > 2 x plain 4.00e-03 + 1e-5";
+  CHECK_FALSE(row_succeeded(failed));
+
+  ResultRow skipped = bwd;  // head dim 256: no backward kernels yet
+  skipped.problem.head_dim = 256;
+  skipped.timing.reset();
+  skipped.backward_check.reset();
+  skipped.sets = 0;
+  skipped.skipped = true;
+  skipped.note = "skipped: fa3_backward_workspace_size: q->head_dim 256 is not supported";
+  CHECK(row_succeeded(skipped));  // not a failure
+  ResultRow not_run = skipped;
+  not_run.skipped = false;
+  CHECK_FALSE(row_succeeded(not_run));
+
+  const std::vector<Column> columns = report_columns(layout);
+  std::vector<std::string> names;
+  for (const Column& col : columns) names.push_back(col.name);
+  for (const char* expected : {"dir", "TFLOPS", "dq_err", "plain_dq_err", "dk_err", "plain_dk_err",
+                               "dv_err", "plain_dv_err", "check", "note"})
+    CHECK(std::find(names.begin(), names.end(), expected) != names.end());
+  for (const char* absent : {"err", "lse_err", "std_ms"})
+    CHECK(std::find(names.begin(), names.end(), absent) == names.end());
+
+  const std::string line = table_line(bwd, layout);
+  CHECK(line.rfind("bwd ", 0) == 0);  // the first column
+  CHECK(line.find(format_number("%.1f", 2.5 * tflops(forward_flops(bwd.problem), 1.0))) !=
+        std::string::npos);
+  CHECK(line.find("PASS") != std::string::npos);
+  CHECK(table_line(failed, layout).find("FAIL") != std::string::npos);
+  CHECK(table_line(skipped, layout).find("skipped: ") != std::string::npos);
+  ResultRow both = bwd;
+  both.direction = Direction::FwdBwd;
+  CHECK(table_line(both, layout).rfind("fwdbwd ", 0) == 0);
+  CHECK(table_line(both, layout).find(format_number("%.1f", 3.5 * tflops(forward_flops(bwd.problem), 1.0))) !=
+        std::string::npos);
+
+  const nlohmann::json doc = nlohmann::json::parse(json_document({}, layout, {bwd, skipped}));
+  REQUIRE(doc["rows"].size() == 2);
+  for (const auto& record : doc["rows"]) CHECK(record.size() == columns.size());
+  CHECK(doc["rows"][0]["dir"] == "bwd");
+  CHECK(doc["rows"][0]["dk_err"].get<double>() == Approx(3e-3));
+  CHECK(doc["rows"][0]["plain_dv_err"].get<double>() == Approx(6e-4));
+  CHECK(doc["rows"][0]["TFLOPS"].get<double>() ==
+        Approx(2.5 * tflops(forward_flops(bwd.problem), 1.0)).epsilon(1e-3));
+  CHECK(doc["rows"][1]["ms"].is_null());
+  CHECK(doc["rows"][1]["check"].is_null());
+
+  // A forward row says fwd, and the forward layout has no gradient columns.
+  ResultRow fwd = sample_result_row();
+  ReportLayout forward_layout;
+  forward_layout.check = true;
+  CHECK(table_line(fwd, forward_layout).rfind("fwd ", 0) == 0);
+  const std::string header = table_header(forward_layout);
+  CHECK(header.rfind("dir ", 0) == 0);
+  CHECK(header.find("dq_err") == std::string::npos);
 }

@@ -90,6 +90,11 @@ constexpr const char* kAllPassWsBeforeV10 =
     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
     "uniform_operands=fail";
 
+// A backward kernel's main function; its _pre and _post get no_spills only.
+constexpr const char* kBwdMain =
+    "no_spills=pass setmaxnreg=pass tma_loads=pass tma_reduce_add=pass wgmma_used=pass "
+    "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass";
+
 const FixtureCase kFixtures[] = {
     {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
@@ -162,6 +167,17 @@ const FixtureCase kFixtures[] = {
      "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_hb_pp_ps_causal",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "gemm_softmax_overlap=pass uniform_operands=pass half_blocks=pass"},
+    // Backward (paper Algorithm 3): a hand-made cubin of three functions, the same main kernel
+    // with dQ added by RED atomics, and a real d128 cubin (compiled here, disassembled on an H200).
+    {"bwd_good.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2", kBwdMain},
+    {"bwd_good.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2_pre", "no_spills=pass"},
+    {"bwd_good.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2_post", "no_spills=pass"},
+    {"bwd_no_reduce_add.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass tma_reduce_add=fail wgmma_used=pass "
+     "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass"},
+    {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2", kBwdMain},
+    {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_pre", "no_spills=pass"},
+    {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_post", "no_spills=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -212,6 +228,7 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(detail("no_setmaxnreg.sass", CheckId::SetMaxReg), Catch::Contains("no USETMAXREG"));
   CHECK_THAT(detail("hmma.sass", CheckId::WgmmaUsed), Catch::Contains("16 HMMA"));
   CHECK_THAT(detail("fp8_without_qgmma.sass", CheckId::Fp8UsesQgmma), Catch::Contains("no QGMMA (32 HGMMA)"));
+  CHECK_THAT(detail("bwd_no_reduce_add.sass", CheckId::TmaReduceAdd), Catch::Contains("no UTMAREDG"));
   CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
                     CheckId::TmaMulticast),
              Catch::Contains("8 UTMALDG.MULTICAST") && Catch::Contains("GPU-scope MEMBAR in the mainloop"));
@@ -651,7 +668,11 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK_THAT(describe(traits_from_name("fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps")),
              Catch::Contains("persistent"));
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma gemm_softmax_overlap");
-  CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") == ws);
+  CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") ==
+        "no_spills setmaxnreg tma_loads tma_reduce_add wgmma_used wgmma_not_serialized "
+        "uniform_operands bwd_gemms");
+  CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2_pre") == "no_spills");
+  CHECK(names("fa3_bwd_f16_d64_m64_n128_s2_w2_causal_post") == "no_spills");
   CHECK(names("fa3_quantize_e4m3") == "no_spills");
   CHECK(names("_Z6kernelPf") == "no_spills wgmma_not_serialized");
 
@@ -874,4 +895,122 @@ TEST_CASE("fa3-sass: the real Algorithm-1 mainloop of the d128 kernel", "[cpu][s
   REQUIRE(loop->softmax_start);
   CHECK(*loop->softmax_start > loop->groups[0].last);
   CHECK(*loop->softmax_start < loop->groups[1].first);
+}
+
+TEST_CASE("fa3-sass: backward kernels and their _pre and _post", "[cpu][sass]") {
+  // The name: bwd_config.h's grammar, the role from the suffix, setmaxnreg's counts from the config.
+  const KernelTraits main = traits_from_name("fa3_bwd_f16_d128_m64_n128_s2_w2_causal");
+  CHECK(main.direction == "bwd");
+  CHECK(main.role == KernelRole::Main);
+  CHECK(main.dtype == "f16");
+  CHECK(main.head_dim == 128);
+  CHECK(main.block_m == 64);
+  CHECK(main.block_n == 128);
+  CHECK(main.options.causal);
+  CHECK(main.producer_regs == 24);
+  CHECK(main.consumer_regs == 240);
+  CHECK(main.unknown_tokens.empty());
+  CHECK(describe(main) == "bwd f16 d128 m64 n128 s2 w2, causal, setmaxnreg 24/240");
+  const KernelTraits pre = traits_from_name("fa3_bwd_f16_d128_m64_n128_s2_w2_causal_pre");
+  CHECK(pre.role == KernelRole::Preprocess);
+  CHECK(pre.head_dim == 128);
+  CHECK(pre.unknown_tokens.empty());
+  CHECK_THAT(describe(pre), Catch::EndsWith("causal, its _pre kernel"));
+  CHECK(traits_from_name("fa3_bwd_bf16_d64_m64_n128_s2_w2_post").role == KernelRole::Postprocess);
+  CHECK(main_kernel_name("fa3_bwd_bf16_d64_m64_n128_s2_w2_post") == "fa3_bwd_bf16_d64_m64_n128_s2_w2");
+  CHECK(main_kernel_name("fa3_bwd_bf16_d64_m64_n128_s2_w2") == "fa3_bwd_bf16_d64_m64_n128_s2_w2");
+  CHECK(main_kernel_name("fa3_fwd_bf16_d64_m128_n128_s2_w2_pre") == "fa3_fwd_bf16_d64_m128_n128_s2_w2_pre");
+  CHECK(companion_kernels("fa3_bwd_bf16_d64_m64_n128_s2_w2") ==
+        std::vector<std::string>{"fa3_bwd_bf16_d64_m64_n128_s2_w2_pre", "fa3_bwd_bf16_d64_m64_n128_s2_w2_post"});
+  CHECK(companion_kernels("fa3_bwd_bf16_d64_m64_n128_s2_w2_pre").empty());
+  CHECK(companion_kernels("fa3_fwd_bf16_d128_m128_n128_s2_w2").empty());
+  // A name the grammar rejects still gets the backward checks, from what its tokens spell; the
+  // setmaxnreg counts are then unknown (only their presence is checked).
+  const KernelTraits odd = traits_from_name("fa3_bwd_bf16_d256_m64_n128_s2_w2");
+  CHECK(odd.head_dim == 256);
+  CHECK_FALSE(odd.producer_regs);
+  CHECK_THAT(describe(odd), Catch::Contains("not a backward name of bwd_config.h"));
+  CHECK(checks_for(odd) == checks_for(main));
+
+  const SassText good = parse_sass_text(read_file(fixture_dir() / "bwd_good.sass"));
+  const SassFunction* good_main = nullptr;
+  for (const SassFunction& f : good.functions)
+    if (f.name == "fa3_bwd_bf16_d64_m64_n128_s2_w2") good_main = &f;
+  REQUIRE(good_main != nullptr);
+  const KernelReport k = analyze_kernel(*good_main);
+  REQUIRE(k.pass());
+  CHECK(k.mix.utmaredg == 2);
+  CHECK(k.mix.utmaredg_add == 2);
+  CHECK(k.mix.usetmaxreg_dealloc_regs == std::vector<int>{24});
+  CHECK(k.mix.usetmaxreg_alloc_regs == std::vector<int>{240});
+  CHECK_THAT(k.check(CheckId::SetMaxReg)->detail, Catch::Contains("1 DEALLOC to 24, 1 TRY_ALLOC to 240"));
+  CHECK_THAT(k.check(CheckId::BwdGemms)->detail,
+             Catch::Contains("8 HGMMA.64x64x16 RS, 12 HGMMA.64x64x16 SS in 5 groups: one step of 20"));
+
+  // setmaxnreg to other counts than the config's fails.
+  SassFunction other_regs = *good_main;
+  for (Instruction& in : other_regs.instructions)
+    if (in.opcode.rfind("USETMAXREG.DEALLOC", 0) == 0) in.operands.back() = "0x28";
+  const KernelReport other = analyze_kernel(other_regs);
+  REQUIRE(other.check(CheckId::SetMaxReg));
+  CHECK_FALSE(other.check(CheckId::SetMaxReg)->pass);
+  CHECK_THAT(other.check(CheckId::SetMaxReg)->detail, Catch::Contains("DEALLOC to 40") && Catch::Contains("not the config's 24 (producer)"));
+
+  // The GEMMs of another config's step fail bwd_gemms: the d64 step under a d128 name, and
+  // the real d128 step under a d64 name.
+  const KernelReport as_d128 =
+      analyze_kernel(*good_main, traits_from_name("fa3_bwd_bf16_d128_m64_n128_s2_w2"));
+  CHECK_FALSE(as_d128.check(CheckId::BwdGemms)->pass);
+  CHECK_THAT(as_d128.check(CheckId::BwdGemms)->detail,
+             Catch::Contains("expected per step 8 HGMMA.64x128x16 RS, 4 HGMMA.64x128x16 SS, 16 HGMMA.64x64x16 SS"));
+  const SassText real = parse_sass_text(read_file(fixture_dir() / "real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass"));
+  REQUIRE(real.functions.size() >= 3);
+  const SassFunction& real_main = real.functions[2];
+  REQUIRE(real_main.name == "fa3_bwd_bf16_d128_m64_n128_s2_w2");
+  const KernelReport real_as_d64 =
+      analyze_kernel(real_main, traits_from_name("fa3_bwd_bf16_d64_m64_n128_s2_w2"));
+  CHECK_FALSE(real_as_d64.check(CheckId::BwdGemms)->pass);
+  CHECK(real_as_d64.check(CheckId::SetMaxReg)->pass);  // the same 24/240 at d64
+  // A step loop unrolled twice holds each GEMM twice: still the config's step.
+  KernelReport twice = k;
+  REQUIRE(twice.mainloop);
+  const std::vector<WgmmaGroup> once = twice.mainloop->groups;
+  twice.mainloop->groups.insert(twice.mainloop->groups.end(), once.begin(), once.end());
+  twice.mainloop->loop.wgmma *= 2;
+  CHECK(run_check(CheckId::BwdGemms, twice).pass);
+  CHECK_THAT(run_check(CheckId::BwdGemms, twice).detail, Catch::Contains("2 steps of 20"));
+  // A step without its dQ GEMM (one group short) fails.
+  KernelReport short_step = k;
+  short_step.mainloop->groups.pop_back();
+  short_step.mainloop->loop.wgmma -= 4;
+  CHECK_FALSE(run_check(CheckId::BwdGemms, short_step).pass);
+  // No loop with wgmma at all: the step loop was not found.
+  KernelReport no_loop = k;
+  no_loop.mainloop.reset();
+  CHECK_THAT(run_check(CheckId::BwdGemms, no_loop).detail, Catch::Contains("step loop was not found"));
+
+  // _pre and _post are checked for spills only, and do fail on them.
+  const SassFunction spilling = only_function(
+      "\t\tFunction : fa3_bwd_bf16_d128_m64_n128_s2_w2_pre\n"
+      "/*0000*/ LDG.E R2, desc[UR4][R4.64] ;\n"
+      "/*0010*/ STL [R1], R2 ;\n"
+      "/*0020*/ LDL R3, [R1] ;\n"
+      "/*0030*/ EXIT ;\n");
+  const KernelReport pre_report = analyze_kernel(spilling);
+  REQUIRE(pre_report.checks.size() == 1);
+  CHECK(pre_report.checks[0].id == CheckId::NoSpills);
+  CHECK_FALSE(pre_report.pass());
+
+  // The JSON report says which function of the cubin each is.
+  std::vector<KernelReport> reports;
+  for (const SassFunction& f : good.functions) reports.push_back(analyze_kernel(f));
+  const nlohmann::json doc = nlohmann::json::parse(json_report(reports, {"sass", {"bwd_good.sass"}, ""}));
+  REQUIRE(doc["kernels"].size() == 3);
+  CHECK(doc["pass"] == true);
+  CHECK(doc["kernels"][0]["config"]["role"] == "post");
+  CHECK(doc["kernels"][1]["config"]["role"] == "pre");
+  CHECK(doc["kernels"][2]["config"]["role"] == "main");
+  CHECK(doc["kernels"][2]["config"]["producer_regs"] == 24);
+  CHECK(doc["kernels"][2]["config"]["consumer_regs"] == 240);
+  CHECK(doc["kernels"][2]["mix"]["utmaredg"] == 2);
 }

@@ -446,6 +446,11 @@ std::set<std::string> lab_kernels() {
   return lab;
 }
 
+std::set<std::string> backward_kernels() {
+  const std::vector<std::string> words = kernels_mk_words("BWD_PRODUCTION_KERNELS");
+  return {words.begin(), words.end()};
+}
+
 // The kernels the built-in tuning table names.
 std::set<std::string> table_kernels() {
   std::ifstream in("src/runtime/tuning_table.json");
@@ -539,9 +544,14 @@ TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][regi
   for (int i = 0; i < fa3_kernel_count(); ++i) {
     const std::string name = fa3_kernel_name(i);
     compiled.insert(name);
-    const auto cfg = fa3::parse_fwd_kernel_name(name);
-    REQUIRE(cfg);
-    CHECK(fa3::fwd_kernel_name(*cfg) == name);
+    if (const auto bwd = fa3::parse_bwd_kernel_name(name)) {
+      CHECK(fa3::bwd_kernel_name(*bwd) == name);
+      CHECK(fa3::find_any_compiled_kernel(name)->direction == fa3::Direction::Backward);
+    } else {
+      const auto cfg = fa3::parse_fwd_kernel_name(name);
+      REQUIRE(cfg);
+      CHECK(fa3::fwd_kernel_name(*cfg) == name);
+    }
     const void* data = nullptr;
     size_t size = 0;
     REQUIRE(fa3_kernel_cubin(name.c_str(), &data, &size) == FA3_OK);
@@ -550,8 +560,53 @@ TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][regi
   }
   // `make`: the production set; `make lab` (build/lab/): production and lab together.
   std::set<std::string> expected = production;
+  const std::set<std::string> backward = backward_kernels();
+  expected.insert(backward.begin(), backward.end());
   bool lab_build = false;
-  for (const std::string& name : compiled) lab_build = lab_build || production.count(name) == 0;
+  for (const std::string& name : compiled)
+    lab_build = lab_build || (production.count(name) == 0 && backward.count(name) == 0);
   if (lab_build) expected.insert(lab.begin(), lab.end());
   CHECK(compiled == expected);
+}
+
+TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and mask",
+          "[cpu][registry]") {
+  const std::set<std::string> backward = backward_kernels();
+  std::set<std::string> covered;
+  for (const std::string& name : backward) {
+    std::string why;
+    const auto cfg = fa3::parse_bwd_kernel_name(name, &why);
+    INFO(name << ": " << why);
+    REQUIRE(cfg);
+    CHECK(fa3::bwd_kernel_name(*cfg) == name);
+    CHECK_FALSE(fa3::parse_fwd_kernel_name(name));
+    covered.insert(std::string(fa3::dtype_name(cfg->dtype)) + "_d" +
+                   std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
+  }
+  CHECK(covered.size() == backward.size());
+  for (const char* dtype : {"f16", "bf16"})
+    for (const char* d : {"_d64", "_d128"})
+      for (const char* mask : {"", "_causal"}) {
+        INFO(std::string(dtype) + d + mask + " has no backward kernel in BWD_PRODUCTION_KERNELS");
+        CHECK(covered.count(std::string(dtype) + d + mask) == 1);
+      }
+  // Each rule of the grammar and of bwd_config_is_valid has a sentence.
+  std::string why;
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_f32_d64_m64_n128_s2_w2", &why));
+  CHECK(why.find("fa3_bwd_f16 or fa3_bwd_bf16") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d64_m64_n128_s2", &why));
+  CHECK(why.find("_s<stages>_w<warpgroups>") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d64_m64_n128_s2_w2_causalx", &why));
+  CHECK(why.find("ends after") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d96_m64_n128_s2_w2", &why));
+  CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name(std::string("fa3_bwd_f16_d64_m64_n128_s2_w2\0x", 32), &why));
+  // Backward kernels are not forward kernels: the tuning table and forward calls never see them.
+  for (const fa3::KernelInfo& k : fa3::compiled_kernels()) CHECK(k.direction == fa3::Direction::Forward);
+  for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels()) {
+    CHECK(k.direction == fa3::Direction::Backward);
+    CHECK(backward.count(k.name) == 1);
+    CHECK(fa3::find_compiled_kernel(k.name) == nullptr);
+    CHECK(fa3::find_any_compiled_kernel(k.name) == &k);
+  }
 }

@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick side-by-side grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
 #   side-by-side: bench/compare.py --side-by-side, bf16 then fp16 (a process each): this
 #       build's build/libfa3.so, the previous build's .prev/libfa3.so and the public FA3 of
 #       .anchors/fa3 (carry .prev and .anchors with build), same inputs, the order rotating
@@ -11,6 +11,15 @@
 #       this/public). ~1-2 min a dtype (each log starts with the run's estimate and ends
 #       with its real time); $SIDE_BY_SIDE_ARGS adds options (e.g. --systems
 #       fa3,fa3-prev,fa3-public,cudnn)
+#   side-by-side-bwd: the same for the backward (bench/compare.py --side-by-side --direction
+#       bwd), bf16 then fp16: fa3 (fa3.backward), the public FA3 of .anchors/fa3 and cuDNN
+#       (torch.autograd.grad through each), every system's forward run once per input set
+#       outside the timed region; gradients checked against float32 first; $OUT/
+#       side_by_side_bwd_<dtype>.csv and .md (TFLOPS by 2.5x the forward's count,
+#       this/public, fa3/cuDNN). Carry .anchors and build. ~2 min a dtype, 240 s at most
+#       each (8 minutes for the step); the estimate is printed first (each log's first lines
+#       and this step's own line); $SIDE_BY_SIDE_BWD_ARGS adds options (e.g. --systems
+#       fa3,fa3-det,fa3-public,cudnn for the deterministic mode's cost)
 #   ab: times each kernel named in $AB_CONFIGS (space-separated) on the paper grid of its
 #       head dim and dtype (causal when its name says so), one after the other, for A/B
 #       comparisons; $AB_SEQLENS narrows the grid (e.g. 1k,8k); $AB_BENCH lists the
@@ -114,6 +123,18 @@ for step in "${steps[@]}"; do
         run_step side-by-side-$dtype 240 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
           python3 bench/compare.py --side-by-side --dtype $dtype --prev-lib .prev/libfa3.so \
           --public-fa3 .anchors/fa3 --out-dir "$OUT" ${SIDE_BY_SIDE_ARGS:-}
+      done ;;
+    side-by-side-bwd)
+      # As side-by-side: 240 s a dtype, tables rewritten after every shape. The estimate
+      # (compare.py's model, deliberately slow) is printed before anything runs.
+      for dtype in bf16 fp16; do
+        python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype \
+          --estimate-only ${SIDE_BY_SIDE_BWD_ARGS:-} | sed "s/^/side-by-side-bwd-$dtype (timeout 240 s): /"
+      done
+      for dtype in bf16 fp16; do
+        run_step side-by-side-bwd-$dtype 240 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
+          python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype \
+          --public-fa3 .anchors/fa3 --out-dir "$OUT" ${SIDE_BY_SIDE_BWD_ARGS:-}
       done ;;
     grid)
       run_step grid 400 build/fa3-bench --csv "$OUT/grid.csv" ;;

@@ -48,6 +48,10 @@ typedef struct {
   float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite and > 0 */
   int causal;          /* 0 or 1; bottom-right aligned when seqlen_q != seqlen_k (FA2/FA3 rule):
                           query i sees keys j <= i + seqlen_k - seqlen_q */
+  /* Fields below were added after the first release; the forward reads none of them, so a
+   * caller built against the older, shorter struct keeps working with fa3_forward. */
+  int deterministic;   /* backward: 0 (the faster order) or 1 (dQ, dK, dV bitwise identical from
+                          run to run: dQ's partial sums are added in a fixed order) */
 } fa3_params;
 
 /* Creates a handle for CUDA device `device` (an ordinal as the driver counts them).
@@ -72,6 +76,29 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                        const fa3_tensor* v, fa3_tensor* o, float* lse,
                        const fa3_params* p, void* stream);
 
+/* Backward (paper Algorithm 3): dq, dk, dv from q, k, v, the forward's o and lse, and dout
+ * (the gradient of the loss with respect to o). q, k, v, o, dout, dq, dk, dv: the dtype and
+ * shapes of fa3_forward (dq and o like q, dout like o, dk and dv like k and v), any strides it
+ * accepts (e.g. views into packed buffers); lse: the fp32 (batch, heads, seqlen_q) that
+ * fa3_forward wrote for this o. GQA/MQA: dk and dv are summed over the query heads of each
+ * K/V head's group. p: as fa3_forward's (NULL means {0, 0, 0}); p->deterministic picks the
+ * fixed reduction order. workspace: device memory of at least fa3_backward_workspace_size
+ * bytes, 256-byte aligned, not used by anything else until the call's work has run on
+ * `stream`; or NULL, and the handle keeps a workspace of its own per (context, stream), grown
+ * as needed: that call may allocate device memory (cuMemAlloc) and synchronize the stream
+ * first. Asynchronous otherwise. Nothing is launched and no output is touched after a failed
+ * check. */
+fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                        const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
+                        const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,
+                        const fa3_params* p, void* workspace, size_t workspace_bytes,
+                        void* stream);
+
+/* The workspace fa3_backward needs for this problem, in *bytes (the same argument checks on
+ * q, k and p). */
+fa3_status fa3_backward_workspace_size(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                                       const fa3_params* p, size_t* bytes);
+
 const char* fa3_status_string(fa3_status s);
 /* Thread-local, human-readable detail of this thread's last failure ("" if none). */
 const char* fa3_last_error(void);
@@ -79,7 +106,9 @@ const char* fa3_last_error(void);
 /* ---- Kernels and the tuning table ------------------------------------------------ */
 
 /* The kernels compiled into this library, by their extern "C" names (which encode their
- * config, e.g. "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal"). index in [0, fa3_kernel_count()). */
+ * config, e.g. "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal"): the forward kernels, then the
+ * backward kernels (fa3_bwd_..., whose cubins also hold <name>_pre and <name>_post).
+ * index in [0, fa3_kernel_count()). */
 int fa3_kernel_count(void);
 const char* fa3_kernel_name(int index);
 /* The sm_90a cubin of a compiled kernel (for SASS inspection: tools/fa3-sass). */

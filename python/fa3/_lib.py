@@ -81,11 +81,18 @@ class Fa3Tensor(ctypes.Structure):
 
 
 class Fa3Params(ctypes.Structure):
-    """fa3_params: softmax_scale (0 means 1/sqrt(head_dim)) and causal (0 or 1)."""
+    """fa3_params: softmax_scale (0 means 1/sqrt(head_dim)), causal (0 or 1) and
+    deterministic (0 or 1: the backward's fixed reduction order; the forward ignores it).
+
+    ``deterministic`` was appended after the first release (the header keeps the struct's
+    prefix, so the forward of an older library reads the first two fields unchanged); every
+    instance built here sets it, 0 unless asked.
+    """
 
     _fields_ = [
         ("softmax_scale", c_float),
         ("causal", c_int),
+        ("deterministic", c_int),
     ]
 
 
@@ -102,6 +109,17 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "fa3_forward": (
         c_int,
         [c_void_p, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, c_void_p, _ParamsPtr, c_void_p],
+    ),
+    # q, k, v, o, dout are const fa3_tensor* in C and dq, dk, dv are not; ctypes passes both
+    # as the same pointer type. lse is a device pointer (c_void_p), as the forward's.
+    "fa3_backward": (
+        c_int,
+        [c_void_p, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, c_void_p,
+         _TensorPtr, _TensorPtr, _TensorPtr, _ParamsPtr, c_void_p, c_size_t, c_void_p],
+    ),
+    "fa3_backward_workspace_size": (
+        c_int,
+        [c_void_p, _TensorPtr, _TensorPtr, _ParamsPtr, POINTER(c_size_t)],
     ),
     "fa3_status_string": (c_char_p, [c_int]),
     "fa3_last_error": (c_char_p, []),

@@ -1,4 +1,5 @@
-"""The user-facing functions: attention forward on PyTorch tensors, kernel inspection and
+"""The user-facing functions: attention forward and backward on PyTorch tensors, the
+differentiable attention (a torch.autograd.Function over both), kernel inspection and
 tuning-table validation.
 
 PyTorch is imported inside the functions that take tensors, so ``import fa3`` (and
@@ -8,7 +9,8 @@ What is checked where: Python checks only what the C API cannot express or see -
 tensor type, its device, its number of dimensions, a contiguous last dimension and a dtype
 that has an fa3_dtype value. Everything else (dtype support, head_dim, shapes agreeing,
 GQA divisibility, strides, alignment...) is the library's to check, and its sentence
-reaches the user unchanged in the Fa3Error.
+reaches the user unchanged in the Fa3Error. The backward's LSE is a bare pointer in C, so
+its dtype, shape, contiguity and device are checked here.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ if TYPE_CHECKING:  # only for type checkers: importing fa3 must not need torch
     import torch
 
 ForwardResult = Union["torch.Tensor", Tuple["torch.Tensor", "torch.Tensor"]]
+Gradients = Tuple["torch.Tensor", "torch.Tensor", "torch.Tensor"]
+
+# fa3_backward's workspace pointer must be 256-byte aligned (include/fa3/fa3.h).
+WORKSPACE_ALIGNMENT = 256
 
 
 # ---- library-level functions (no torch, no GPU) ---------------------------------------
@@ -36,8 +42,9 @@ def library_path() -> str:
 
 
 def kernels() -> list[str]:
-    """The names of the kernels compiled into libfa3, e.g.
-    "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal" (the name encodes the kernel's config)."""
+    """The names of the kernels compiled into libfa3, forward and backward, e.g.
+    "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal" or "fa3_bwd_bf16_d128_m64_n128_s2_w2" (the
+    name encodes the kernel's config)."""
     return _kernels(get_library())
 
 
@@ -84,8 +91,8 @@ def _import_torch() -> Any:
     try:
         import torch
     except ImportError as error:
-        raise ImportError("fa3.forward and fa3.select_kernel take PyTorch tensors; "
-                          "install torch to use them") from error
+        raise ImportError("fa3.forward, fa3.backward, fa3.attention and fa3.select_kernel "
+                          "take PyTorch tensors; install torch to use them") from error
     return torch
 
 
@@ -112,7 +119,7 @@ def _check_tensor(torch: Any, name: str, tensor: Any,
         raise ValueError(f"{name} must be on a CUDA device, but it is on {tensor.device}")
     if device is not None and tensor.device != device:
         raise ValueError(f"{name} is on {tensor.device} but q is on {device}; "
-                         f"q, k, v and out must be on the same device")
+                         f"every tensor of the call must be on q's device")
     if tensor.dim() != 4:
         raise ValueError(f"{name} must have 4 dimensions (batch, seqlen, heads, head_dim), "
                          f"got shape {tuple(tensor.shape)}")
@@ -132,7 +139,10 @@ def _to_fa3_tensor(torch: Any, name: str, tensor: "torch.Tensor") -> Fa3Tensor:
                      stride_head=stride_head)
 
 
-def _params(causal: bool, softmax_scale: Optional[float]) -> Fa3Params:
+def _params(causal: bool, softmax_scale: Optional[float],
+            deterministic: bool = False) -> Fa3Params:
+    """The one place an fa3_params is built: every field set (deterministic is 0 for the
+    forward, which ignores it)."""
     if softmax_scale is None:
         scale = 0.0  # the C API's "1/sqrt(head_dim)"
     else:
@@ -140,7 +150,8 @@ def _params(causal: bool, softmax_scale: Optional[float]) -> Fa3Params:
         # 0 would silently mean the default in C; other bad values are the library's to reject.
         if scale == 0.0:
             raise ValueError("softmax_scale must not be 0; pass None for 1/sqrt(head_dim)")
-    return Fa3Params(softmax_scale=scale, causal=1 if causal else 0)
+    return Fa3Params(softmax_scale=scale, causal=1 if causal else 0,
+                     deterministic=1 if deterministic else 0)
 
 
 def _check_inputs(torch: Any, q: Any, k: Any, v: Any) -> None:
@@ -254,6 +265,270 @@ def _select_kernel(library: Optional[Library], q: "torch.Tensor", k: "torch.Tens
     return name.value.decode("utf-8") if name.value else ""
 
 
+# ---- backward ---------------------------------------------------------------------------
+
+# The C functions the backward needs; a library built before the backward pass lacks them.
+BACKWARD_FUNCTIONS = ("fa3_backward", "fa3_backward_workspace_size")
+
+
+def _require_backward(lib: Library) -> None:
+    """Raises MissingFunctionError (naming the function and the library file) when ``lib``
+    does not export the backward, before anything is allocated or launched."""
+    for name in BACKWARD_FUNCTIONS:
+        getattr(lib, name)  # Library.__getattr__ raises for a declared function it lacks
+
+
+def _check_lse(torch: Any, lse: Any, q: "torch.Tensor") -> None:
+    """The C API takes the LSE as a bare float* of (batch, heads, seqlen_q), so everything
+    about it is checked here."""
+    if not isinstance(lse, torch.Tensor):
+        raise TypeError(f"lse must be a torch.Tensor, got {type(lse).__name__}")
+    if lse.dtype != torch.float32:
+        raise TypeError(f"lse must be float32 (as fa3.forward(..., return_lse=True) returns "
+                        f"it), got {lse.dtype}")
+    if lse.device != q.device:
+        raise ValueError(f"lse is on {lse.device} but q is on {q.device}; every tensor of the "
+                         f"call must be on q's device")
+    expected = (q.size(0), q.size(2), q.size(1))
+    if tuple(lse.shape) != expected:
+        raise ValueError(f"lse must have shape (batch, heads, seqlen_q) = {expected}, got "
+                         f"{tuple(lse.shape)}")
+    if not lse.is_contiguous():
+        raise ValueError(f"lse must be contiguous, got strides {tuple(lse.stride())}; use "
+                         f".contiguous() first")
+
+
+def _gradient_output(torch: Any, name: str, given: Optional["torch.Tensor"],
+                     like: "torch.Tensor") -> "torch.Tensor":
+    """The caller's dq/dk/dv (checked as forward checks out), or a new contiguous tensor
+    shaped like the input it is the gradient of."""
+    if given is None:
+        return torch.empty(like.shape, dtype=like.dtype, device=like.device)
+    _check_tensor(torch, name, given, like.device)
+    return given
+
+
+def _workspace_bytes(lib: Library, handle: Any, q_desc: Fa3Tensor, k_desc: Fa3Tensor,
+                     params: Fa3Params) -> int:
+    size = ctypes.c_size_t()
+    raise_for_status(lib, lib.fa3_backward_workspace_size(handle, q_desc, k_desc, params,
+                                                          ctypes.byref(size)),
+                     "fa3_backward_workspace_size")
+    return int(size.value)
+
+
+def _allocate_workspace(torch: Any, nbytes: int,
+                        device: "torch.device") -> Tuple["torch.Tensor", int]:
+    """(a uint8 tensor from PyTorch's caching allocator, a WORKSPACE_ALIGNMENT-aligned device
+    address in it with nbytes behind it). The tensor is allocated on the current stream, so
+    once it is freed the allocator hands its memory only to work queued after ours on that
+    stream: the workspace is stream-ordered without any synchronization."""
+    buffer = torch.empty(nbytes + WORKSPACE_ALIGNMENT, dtype=torch.uint8, device=device)
+    pointer = buffer.data_ptr()
+    aligned = (pointer + WORKSPACE_ALIGNMENT - 1) // WORKSPACE_ALIGNMENT * WORKSPACE_ALIGNMENT
+    return buffer, aligned
+
+
+def backward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", out: "torch.Tensor",
+             dout: "torch.Tensor", lse: "torch.Tensor", causal: bool = False,
+             softmax_scale: Optional[float] = None, deterministic: bool = False,
+             dq: Optional["torch.Tensor"] = None, dk: Optional["torch.Tensor"] = None,
+             dv: Optional["torch.Tensor"] = None) -> Gradients:
+    """Attention backward (the paper's Algorithm 3): the gradients of the loss with respect
+    to q, k and v, given dout, its gradient with respect to the forward's output.
+
+    Args:
+        q, k, v: the forward's inputs, as fa3.forward takes them (BSHD, any strides with a
+            contiguous last dimension, GQA/MQA by fewer K/V heads).
+        out, lse: what ``fa3.forward(q, k, v, causal=..., softmax_scale=...,
+            return_lse=True)`` returned for these inputs (lse: float32 (batch, heads,
+            seqlen_q), contiguous). causal and softmax_scale must be the forward's.
+        dout: (batch, seqlen_q, heads, head_dim), the dtype of out; any strides with a
+            contiguous last dimension.
+        deterministic: dq, dk and dv bitwise identical from run to run (a fixed order for
+            the dQ additions), at some cost in speed; False: the faster order.
+        dq, dk, dv: optional tensors to write the gradients into, shaped like q, k and v
+            (any strides with a contiguous last dimension, e.g. views into one packed
+            (batch, seqlen, 3, heads, head_dim) gradient); they are returned.
+
+    GQA/MQA: dk and dv have k's and v's heads; each is the sum over the query heads of its
+    group. Rows that see no key (causal, seqlen_q > seqlen_k) get dq = 0.
+
+    The workspace (fp32 dQ accumulator, D = rowsum(dO * O)...) is a tensor of
+    fa3_backward_workspace_size bytes from PyTorch's caching allocator, passed to
+    fa3_backward and freed when the call returns: the memory is PyTorch's (visible in
+    torch.cuda.memory_allocated, reused from its cache), and the call neither allocates with
+    cuMemAlloc nor synchronizes, as the library's own workspace (workspace=NULL) might.
+    Launched asynchronously on PyTorch's current stream of q's device. No autograd graph is
+    recorded (fa3.attention is the differentiable function).
+
+    Returns:
+        (dq, dk, dv).
+
+    Raises:
+        TypeError / ValueError: as fa3.forward, and for an lse that is not float32,
+            (batch, heads, seqlen_q), contiguous and on q's device.
+        Fa3Error: whatever the library rejects, with its sentence (e.g. FA3_ERR_UNSUPPORTED
+            for a head dim the backward does not support); nothing is launched then and the
+            outputs are untouched.
+        MissingFunctionError: the loaded libfa3 was built before the backward pass.
+    """
+    return _backward(None, q, k, v, out, dout, lse, causal, softmax_scale, deterministic,
+                     dq, dk, dv)
+
+
+def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
+              v: "torch.Tensor", out: "torch.Tensor", dout: "torch.Tensor",
+              lse: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
+              deterministic: bool, dq: Optional["torch.Tensor"], dk: Optional["torch.Tensor"],
+              dv: Optional["torch.Tensor"]) -> Gradients:
+    """backward() in ``library`` (None: the package's own, loaded after the Python-level
+    checks; a given library is asked for the backward's functions first)."""
+    if library is not None:
+        _require_backward(library)
+    torch = _import_torch()
+    _check_inputs(torch, q, k, v)
+    _check_tensor(torch, "out", out, q.device)
+    _check_tensor(torch, "dout", dout, q.device)
+    _check_lse(torch, lse, q)
+    params = _params(causal, softmax_scale, deterministic)
+    lib = library if library is not None else get_library()
+    _require_backward(lib)
+    dq = _gradient_output(torch, "dq", dq, q)
+    dk = _gradient_output(torch, "dk", dk, k)
+    dv = _gradient_output(torch, "dv", dv, v)
+    q_desc, k_desc, v_desc, out_desc, dout_desc, dq_desc, dk_desc, dv_desc = (
+        _to_fa3_tensor(torch, name, tensor) for name, tensor in (
+            ("q", q), ("k", k), ("v", v), ("out", out), ("dout", dout), ("dq", dq),
+            ("dk", dk), ("dv", dv)))
+    lse_pointer = lse.data_ptr() or None
+    with torch.cuda.device(q.device):
+        handle = handle_for_device(q.device.index, lib)
+        stream = torch.cuda.current_stream(q.device).cuda_stream or None
+        nbytes = _workspace_bytes(lib, handle, q_desc, k_desc, params)
+        workspace, workspace_pointer = _allocate_workspace(torch, nbytes, q.device)
+        status = lib.fa3_backward(handle, q_desc, k_desc, v_desc, out_desc, dout_desc,
+                                  lse_pointer, dq_desc, dk_desc, dv_desc, params,
+                                  workspace_pointer, nbytes, stream)
+        raise_for_status(lib, status, "fa3_backward")
+        # Back to PyTorch's cache now: only work queued after ours on this stream can get it.
+        del workspace
+    return dq, dk, dv
+
+
+def backward_workspace_size(q: "torch.Tensor", k: "torch.Tensor", causal: bool = False,
+                            softmax_scale: Optional[float] = None,
+                            deterministic: bool = False) -> int:
+    """The bytes of workspace fa3.backward allocates (through PyTorch) for these inputs:
+    fa3_backward_workspace_size, with its argument checks on q, k and the parameters."""
+    return _backward_workspace_size(None, q, k, causal, softmax_scale, deterministic)
+
+
+def _backward_workspace_size(library: Optional[Library], q: "torch.Tensor",
+                             k: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
+                             deterministic: bool) -> int:
+    if library is not None:
+        _require_backward(library)
+    torch = _import_torch()
+    _check_tensor(torch, "q", q)
+    _check_tensor(torch, "k", k, q.device)
+    params = _params(causal, softmax_scale, deterministic)
+    lib = library if library is not None else get_library()
+    _require_backward(lib)
+    q_desc, k_desc = _to_fa3_tensor(torch, "q", q), _to_fa3_tensor(torch, "k", k)
+    with torch.cuda.device(q.device):
+        handle = handle_for_device(q.device.index, lib)
+        return _workspace_bytes(lib, handle, q_desc, k_desc, params)
+
+
+# ---- differentiable attention -------------------------------------------------------------
+
+_attention_function: Optional[Any] = None  # the torch.autograd.Function, made on first use
+
+
+def _usable_gradient(torch: Any, dout: "torch.Tensor") -> "torch.Tensor":
+    """autograd may hand the backward a gradient fa3_tensor cannot describe: an expanded one
+    (``out.sum().backward()`` gives stride 0 in every dimension) or one whose last dimension
+    is not contiguous. Those are copied; any other layout is passed as it is."""
+    expanded = any(stride == 0 and size > 1 for stride, size in zip(dout.stride(), dout.shape))
+    if expanded or (dout.size(-1) > 1 and dout.stride(-1) != 1):
+        return dout.contiguous()
+    return dout
+
+
+def _make_attention_function(torch: Any) -> Any:
+    """The torch.autograd.Function behind fa3.attention (defined here because importing fa3
+    must not import torch)."""
+    from torch.autograd.function import once_differentiable
+
+    class Fa3Attention(torch.autograd.Function):
+        """forward: fa3.forward with the LSE; backward: fa3.backward on the saved q, k, v,
+        out and LSE. Not twice differentiable."""
+
+        @staticmethod
+        def forward(ctx: Any, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                    causal: bool, softmax_scale: Optional[float], deterministic: bool,
+                    library: Library) -> "torch.Tensor":
+            out, lse = _forward(library, q, k, v, causal, softmax_scale, True, None, None)
+            ctx.save_for_backward(q, k, v, out, lse)
+            ctx.causal = causal
+            ctx.softmax_scale = softmax_scale
+            ctx.deterministic = deterministic
+            ctx.library = library
+            return out
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx: Any, dout: "torch.Tensor") -> Tuple[Any, ...]:
+            q, k, v, out, lse = ctx.saved_tensors
+            dq, dk, dv = _backward(ctx.library, q, k, v, out, _usable_gradient(torch, dout),
+                                   lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
+                                   None, None, None)
+            return dq, dk, dv, None, None, None, None
+
+    return Fa3Attention
+
+
+def attention(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: bool = False,
+              softmax_scale: Optional[float] = None,
+              deterministic: bool = False) -> "torch.Tensor":
+    """Differentiable attention: fa3.forward, and fa3.backward when autograd asks for the
+    gradients (a torch.autograd.Function).
+
+    The forward runs fa3.forward(..., return_lse=True) and saves q, k, v, out and the LSE
+    (the LSE is float32 (batch, heads, seqlen_q): 4 bytes per query row and head on top of
+    what any attention saves); the backward calls fa3.backward on them, so the gradients are
+    bit for bit those of calling fa3.forward and fa3.backward directly (with
+    deterministic=True: also from run to run). Same conventions as fa3.forward (BSHD, strides,
+    GQA/MQA, causal bottom-right aligned, softmax_scale None for 1/sqrt(head_dim)); the
+    gradients come back in the inputs' dtype, as new contiguous tensors (autograd carries
+    them into views such as a packed qkv tensor). An expanded or last-dimension-strided
+    incoming gradient is made contiguous first.
+
+    Raises what fa3.forward raises at the call, and what fa3.backward raises when the
+    gradients are computed (e.g. FA3_ERR_UNSUPPORTED for a head dim the backward does not
+    support); MissingFunctionError at the call when the library has no backward.
+    """
+    return _attention(None, q, k, v, causal, softmax_scale, deterministic)
+
+
+def _attention(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
+               v: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
+               deterministic: bool) -> "torch.Tensor":
+    global _attention_function
+    if library is not None:
+        _require_backward(library)
+    torch = _import_torch()
+    _check_inputs(torch, q, k, v)
+    _params(causal, softmax_scale, deterministic)  # softmax_scale=0 refused here, not later
+    lib = library if library is not None else get_library()
+    _require_backward(lib)
+    if _attention_function is None:
+        _attention_function = _make_attention_function(torch)
+    return _attention_function.apply(q, k, v, bool(causal), softmax_scale,
+                                     bool(deterministic), lib)
+
+
 # ---- a second library -------------------------------------------------------------------
 
 
@@ -298,6 +573,31 @@ class Binding:
                       causal: bool = False, softmax_scale: Optional[float] = None) -> str:
         """fa3.select_kernel() with this library's tuning table."""
         return _select_kernel(self._library, q, k, v, causal, softmax_scale)
+
+    def backward(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                 out: "torch.Tensor", dout: "torch.Tensor", lse: "torch.Tensor",
+                 causal: bool = False, softmax_scale: Optional[float] = None,
+                 deterministic: bool = False, dq: Optional["torch.Tensor"] = None,
+                 dk: Optional["torch.Tensor"] = None,
+                 dv: Optional["torch.Tensor"] = None) -> Gradients:
+        """fa3.backward() with this library's kernels (out and lse from this library's
+        forward). MissingFunctionError, before anything else, when the library has no
+        backward."""
+        return _backward(self._library, q, k, v, out, dout, lse, causal, softmax_scale,
+                         deterministic, dq, dk, dv)
+
+    def backward_workspace_size(self, q: "torch.Tensor", k: "torch.Tensor",
+                                causal: bool = False, softmax_scale: Optional[float] = None,
+                                deterministic: bool = False) -> int:
+        """fa3.backward_workspace_size() of this library."""
+        return _backward_workspace_size(self._library, q, k, causal, softmax_scale,
+                                        deterministic)
+
+    def attention(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                  causal: bool = False, softmax_scale: Optional[float] = None,
+                  deterministic: bool = False) -> "torch.Tensor":
+        """fa3.attention() with this library's forward and backward."""
+        return _attention(self._library, q, k, v, causal, softmax_scale, deterministic)
 
     def __repr__(self) -> str:
         return f"fa3.Binding({self._library.path!r})"

@@ -5,6 +5,9 @@
 - sdpa: torch.nn.functional.scaled_dot_product_attention on the math backend, either in
   the input precision (the "same precision" baseline of FlashAttention's error rule) or
   on inputs upcast to float32.
+- plain_attention / gradients: attention written out with differentiable PyTorch ops, and
+  its (dq, dk, dv) by autograd, in float64 (the truth for the backward) or in the input
+  precision (the backward's same-precision baseline).
 
 Layouts: fa3 and these functions take and return (batch, seqlen, heads, head_dim); SDPA
 works on (batch, heads, seqlen, head_dim), so it gets transposed views.
@@ -106,3 +109,35 @@ def sdpa(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
     out = out.transpose(1, 2)
     empty_rows = rows_without_keys(q.size(1), k.size(1), causal, q.device)
     return out.masked_fill(empty_rows.view(1, -1, 1, 1), 0.0)
+
+
+def plain_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool,
+                    softmax_scale: Optional[float] = None) -> torch.Tensor:
+    """O (B, Sq, H, D) in the inputs' dtype, by differentiable ops: S = Q K^T * scale (each
+    rounded to the dtype), the bottom-right causal mask, softmax (PyTorch's, fp32 inside,
+    P rounded to the dtype), P V. GQA by repeating K/V heads (autograd sums their gradients
+    over the group). Rows that see no key get P = 0, and their softmax is taken over an
+    unmasked row first, so no NaN enters the graph (their gradients are exactly 0)."""
+    heads = q.size(2)
+    q_bhsd = q.transpose(1, 2)
+    k_bhsd = _heads_first(k, heads)
+    v_bhsd = _heads_first(v, heads)
+    scores = (q_bhsd @ k_bhsd.transpose(-1, -2)) * effective_scale(q.size(3), softmax_scale)
+    empty = rows_without_keys(q.size(1), k.size(1), causal, q.device).unsqueeze(1)
+    if causal:
+        allowed = causal_mask(q.size(1), k.size(1), q.device) | empty
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    probabilities = torch.softmax(scores, dim=-1).masked_fill(empty, 0.0)
+    return (probabilities @ v_bhsd).transpose(1, 2)
+
+
+def gradients(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, dout: torch.Tensor,
+              causal: bool, softmax_scale: Optional[float] = None,
+              dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, ...]:
+    """(dq, dk, dv) of plain_attention computed in ``dtype`` (default: the inputs') by
+    autograd, for the incoming gradient dout; shaped like q, k and v."""
+    dtype = dtype or q.dtype
+    inputs = [x.detach().to(dtype).requires_grad_() for x in (q, k, v)]
+    with torch.enable_grad():
+        out = plain_attention(inputs[0], inputs[1], inputs[2], causal, softmax_scale)
+        return tuple(torch.autograd.grad(out, inputs, dout.to(dtype)))

@@ -28,8 +28,10 @@ import fa3  # noqa: E402  (needs the path above)
 
 HOPPER_CAPABILITY = (9, 0)
 
-# One row per numerical comparison, printed by pytest_terminal_summary.
+# One row per numerical comparison, printed by pytest_terminal_summary: the forward's
+# (test_forward.py) and the backward's, a row per gradient (test_backward.py).
 ERROR_REPORT: list[dict[str, Any]] = []
+GRADIENT_REPORT: list[dict[str, Any]] = []
 
 
 @pytest.fixture(scope="session")
@@ -86,7 +88,28 @@ def error_report(request: pytest.FixtureRequest) -> Any:
     return record
 
 
+@pytest.fixture
+def gradient_report(request: pytest.FixtureRequest) -> Any:
+    """record(gradient=..., err=..., plain_err=..., bound=...) adds a row for this test to
+    the end-of-run table of the backward's errors."""
+
+    def record(**columns: Any) -> None:
+        GRADIENT_REPORT.append({"test": request.node.name, **columns})
+
+    return record
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if GRADIENT_REPORT:
+        terminalreporter.section("fa3 backward numerical error (max |difference|)")
+        terminalreporter.write_line(
+            f"{'test':<58} {'grad':>4} {'fa3-ref64':>10} {'plain_dt-ref64':>14} "
+            f"{'bound':>10} {'fa3/bound':>9}")
+        for row in GRADIENT_REPORT:
+            share = row["err"] / row["bound"] if row["bound"] > 0 else float("inf")
+            terminalreporter.write_line(
+                f"{row['test'][:58]:<58} {row['gradient']:>4} {row['err']:>10.3e} "
+                f"{row['plain_err']:>14.3e} {row['bound']:>10.3e} {share:>9.2f}")
     if not ERROR_REPORT:
         return
     terminalreporter.section("fa3 numerical error (max |difference|)")

@@ -274,3 +274,179 @@ def test_ratios_appear_only_for_systems_that_run(compare: ModuleType) -> None:
 def test_per_dtype_paths(compare: ModuleType) -> None:
     assert compare.per_dtype_path("out/fwd.png", "fp16", True) == "out/fwd_fp16.png"
     assert compare.per_dtype_path("out/fwd.png", "fp16", False) == "out/fwd.png"
+
+
+# ---- the backward (--direction) ---------------------------------------------------------------
+
+
+def test_help_names_the_directions(tmp_path: Path) -> None:
+    result = run_compare(tmp_path, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "--direction {fwd,bwd,fwdbwd}" in result.stdout
+    assert "fa3-det" in result.stdout
+
+
+def test_the_flop_count_of_each_direction(compare: ModuleType) -> None:
+    # The paper grid at 4k, d128: batch 4, 16 heads; forward 4 * B * H * S^2 * D.
+    forward = 4.0 * 4 * 16 * 4096 ** 2 * 128
+    shape = compare.Shape(4096, 128, False)
+    assert (shape.batch, shape.heads, shape.direction) == (4, 16, "fwd")
+    assert shape.flops == shape.forward_flops == forward
+    backward = compare.Shape(4096, 128, False, direction="bwd")
+    assert backward.forward_flops == forward and backward.flops == 2.5 * forward
+    assert compare.Shape(4096, 128, False, direction="fwdbwd").flops == 3.5 * forward
+    # causal halves every direction's count
+    assert compare.Shape(4096, 128, True, direction="bwd").flops == 2.5 * forward / 2
+    # Shape's positional fields are unchanged (bench/clock_trace.py builds them so)
+    assert compare.Shape(1024, 64, True, 2, 8).flops == 4.0 * 2 * 8 * 1024 ** 2 * 64 / 2
+
+
+def test_tflops_of_a_backward_cell_use_its_count(compare: ModuleType) -> None:
+    shape = compare.Shape(8192, 128, True, direction="bwd")
+    cell = compare.Cell(shape, compare.System("fa3", "fa3", lambda *a: None))
+    cell.times_ms = [shape.forward_flops * 2.5 / 500e12 * 1e3] * 3  # 500 TFLOPS by 2.5x
+    assert cell.tflops() == pytest.approx(500.0)
+
+
+def test_direction_defaults(compare: ModuleType) -> None:
+    assert compare.parse_args([]).direction == "fwd"
+    args = compare.parse_args(["--direction", "bwd"])
+    assert args.systems == ["fa3", "cudnn", "flash"]
+    assert all(shape.direction == "bwd" for shape in compare.shapes_of(args))
+    assert len(compare.shapes_of(args)) == 36
+
+
+def test_side_by_side_backward_defaults(compare: ModuleType, tmp_path: Path) -> None:
+    args = compare.parse_args(["--side-by-side", "--direction", "bwd"])
+    assert args.systems == ["fa3", "fa3-public", "cudnn"]
+    assert args.dtype == ["bf16", "fp16"]
+    assert (args.rounds, args.iters, args.warmup) == (6, 60, 5)
+    # --prev-lib does not bring the forward's systems in; fa3-prev and fa3-det on request.
+    prev = tmp_path / "libfa3.so"
+    prev.write_bytes(b"")
+    with_prev = compare.parse_args(["--side-by-side", "--direction", "bwd", "--prev-lib",
+                                    str(prev)])
+    assert with_prev.systems == ["fa3", "fa3-public", "cudnn"]
+    more = compare.parse_args(["--side-by-side", "--direction", "bwd", "--systems",
+                               "fa3,fa3-det,fa3-public,cudnn"])
+    assert (more.rounds, more.iters) == (8, 80)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--direction", "bwd", "--systems", "fa3,fa3-lse"], "fa3-lse is forward-only"),
+    (["--direction", "fwdbwd", "--side-by-side", "--systems", "fa3-lse"], "forward-only"),
+    (["--systems", "fa3,fa3-det"], "needs --direction bwd or fwdbwd"),
+    (["--direction", "sideways"], "--direction"),
+])
+def test_direction_argument_errors(compare: ModuleType, capsys: pytest.CaptureFixture[str],
+                                   arguments: list[str], message: str) -> None:
+    with pytest.raises(SystemExit) as raised:
+        compare.parse_args(arguments)
+    assert raised.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_backward_side_by_side_fits_the_gpu_budget(compare: ModuleType) -> None:
+    """gpu-check.sh side-by-side-bwd: bf16 and fp16, a process each, each under a 240 s
+    timeout; the estimate (deliberately slow) must leave room under it."""
+    total = 0.0
+    for dtype in ("bf16", "fp16"):
+        args = compare.parse_args(["--side-by-side", "--direction", "bwd", "--dtype", dtype])
+        estimate = compare.estimate_seconds(compare.shapes_of(args), len(args.dtype),
+                                            len(args.systems), args.iters, args.warmup,
+                                            args.rounds)
+        assert estimate < 200, (dtype, estimate)
+        total += estimate
+    assert 60 < total < 8 * 60, total
+
+
+def test_the_backward_estimate_counts_more_than_the_forward(compare: ModuleType) -> None:
+    forward = [compare.Shape(16384, 128, False)]
+    backward = [compare.Shape(16384, 128, False, direction="bwd")]
+    base = compare.estimate_seconds(forward, 1, 3, 60, 5, 6)
+    slower = compare.estimate_seconds(backward, 1, 3, 60, 5, 6)
+    # 2.5x the FLOPs at 2/3 of the rate (3.75x the GPU time), plus the untimed forwards and
+    # a dearer reference; the holds and the rounds' overhead stay the same
+    startup = compare.ESTIMATE_STARTUP_SECONDS
+    assert slower - startup > 2.5 * (base - startup)
+
+
+def test_judging_a_backward_cell_holds_each_gradient_to_its_tolerance(
+        compare: ModuleType) -> None:
+    shape = compare.Shape(1024, 64, False, direction="bwd")
+    cell = compare.Cell(shape, compare.System("fa3", "fa3", lambda *a: None))
+    cell.diffs = {"dq": 1e-3, "dk": 4e-3, "dv": 1e-3}
+    cell.tolerances = {"dq": 2e-3, "dk": 5e-3, "dv": 8e-3}
+    compare.judge_cell(cell)
+    assert cell.status == "ok"
+    assert (cell.max_diff, cell.tolerance) == (4e-3, 5e-3)  # nearest its tolerance: dk
+    assert "dq 1.0e-03 dk 4.0e-03 dv 1.0e-03" in compare.describe_cell(cell)
+    wrong = compare.Cell(shape, compare.System("cudnn", "cuDNN", lambda *a: None))
+    wrong.diffs = {"dq": 3e-3, "dk": 1e-3, "dv": math.inf}
+    wrong.tolerances = {"dq": 2e-3, "dk": 5e-3, "dv": 8e-3}
+    compare.judge_cell(wrong)
+    assert wrong.status == "wrong"
+    assert wrong.reason.startswith("max |dq - fp32 ref| = 0.003 > tolerance 0.002; max |dv")
+    assert "dk" not in wrong.reason
+
+
+def test_the_forward_check_keeps_its_reason(compare: ModuleType) -> None:
+    cell = compare.Cell(compare.Shape(512, 64, False),
+                        compare.System("fa3", "fa3", lambda *a: None))
+    cell.diffs, cell.tolerances = {"out": 0.5}, {"out": 0.01}
+    compare.judge_cell(cell)
+    assert cell.reason == "max |out - fp32 ref| = 0.5 > tolerance 0.01"
+    assert compare.describe_cell(cell).startswith("WRONG (max |out")
+
+
+def test_backward_tables(compare: ModuleType, tmp_path: Path) -> None:
+    def cells(seqlen: int, values: dict[str, float]) -> list[Any]:
+        shape = compare.Shape(seqlen, 128, False, direction="bwd")
+        row = []
+        for key, value in values.items():
+            cell = compare.Cell(shape, compare.System(key, f"label of {key}", lambda *a: None))
+            cell.times_ms = [shape.flops / (value * 1e12) * 1e3] * 3
+            cell.diffs = {"dq": 1e-3, "dk": 2e-3, "dv": 1e-3}
+            cell.max_diff = 2e-3
+            row.append(cell)
+        return row
+
+    grid = [cells(1024, {"fa3": 420.0, "fa3-det": 400.0, "fa3-public": 400.0, "cudnn": 350.0}),
+            cells(4096, {"fa3": 600.0, "fa3-det": 540.0, "fa3-public": 560.0, "cudnn": 500.0})]
+    text = compare.markdown_table(grid, "bf16", [])
+    lines = text.splitlines()
+    assert lines[0].startswith("## Backward, bf16, median TFLOPS (fa3 = label of fa3;")
+    table = [line for line in lines if line.startswith("|")]
+    assert table[0] == ("| config | seqlen | batch | heads | fa3 | fa3-det | fa3-public | cudnn "
+                        "| fa3/cuDNN | this/public | det/default | notes |")
+    assert table[3] == ("| d128 | 4k | 4 | 16 | 600.0 | 540.0 | 560.0 | 500.0 | 1.200 | 1.071 "
+                        "| 0.900 |  |")
+    summary = [line for line in lines if line.startswith("- ")]
+    # three ratios, each over all shapes, from 1k and from 2k (the backward's targets)
+    assert len(summary) == 9
+    assert summary[4].startswith("- this/public, from 1k: geometric mean")
+    assert summary[5].startswith("- this/public, from 2k: geometric mean 1.071 over 1 shapes")
+    assert compare.table_stem("bwd", "fp16") == "side_by_side_bwd_fp16"
+    assert compare.table_stem("fwd", "fp16") == "side_by_side_fp16"
+    compare.write_tables(tmp_path, grid, "NVIDIA H200", "bf16", ["GPU: NVIDIA H200"])
+    assert (tmp_path / "side_by_side_bwd_bf16.md").read_text().startswith("## Backward, bf16")
+    with (tmp_path / "side_by_side_bwd_bf16.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert float(rows[1]["fa3_det_over_fa3"]) == pytest.approx(0.9, abs=1e-4)
+    assert float(rows[1]["fa3_over_cudnn"]) == pytest.approx(1.2, abs=1e-4)
+    assert rows[1]["fa3_tflops"] == "600.00"
+    long_csv = tmp_path / "all.csv"
+    compare.write_csv(str(long_csv), grid, "NVIDIA H200", ["bf16", "bf16"])
+    with long_csv.open() as handle:
+        long_rows = list(csv.DictReader(handle))
+    assert list(long_rows[0]) == compare.CSV_COLUMNS and compare.CSV_COLUMNS[-1] == "direction"
+    assert {row["direction"] for row in long_rows} == {"bwd"}
+    assert long_rows[0]["tflops"] == "420.00"
+
+
+def test_the_estimate_alone_needs_no_torch(tmp_path: Path) -> None:
+    result = run_compare(tmp_path, "--side-by-side", "--direction", "bwd", "--dtype", "bf16",
+                         "--estimate-only")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("estimate: ")
+    assert "36 shapes x 1 dtype(s) x 3 systems, bwd" in result.stdout

@@ -254,8 +254,8 @@ def test_every_compiled_kernel_that_fits_matches_reference(seeded: torch.device,
     for causal in (False, True):
         ref_out, _ = reference_fp64(q, k, v, causal)
         bound = 2 * max_abs(sdpa(q, k, v, causal), ref_out) + ABSOLUTE_SLACK
-        fitting = [n for n in fa3.kernels()
-                   if "_bf16_d128_" in n and n.endswith("_causal") == causal]
+        fitting = [n for n in fa3.kernels() if n.startswith("fa3_fwd_")
+                   and "_bf16_d128_" in n and n.endswith("_causal") == causal]
         assert fitting, "no bf16 d128 kernel compiled in"
         for name in fitting:
             out = fa3.forward(q, k, v, causal=causal, kernel=name)
@@ -264,8 +264,9 @@ def test_every_compiled_kernel_that_fits_matches_reference(seeded: torch.device,
 
 def test_a_kernel_that_does_not_fit_is_refused(seeded: torch.device) -> None:
     q, k, v = qkv(1, 64, 64, 2, 2, 128, torch.bfloat16, seeded)
-    other = [n for n in fa3.kernels() if "_d128_" not in n]
-    names = ["fa3_fwd_bf16_d128_m128_n128_s2_w2_not_compiled"] + other[:1]
+    other = [n for n in fa3.kernels() if n.startswith("fa3_fwd_") and "_d128_" not in n]
+    backward = [n for n in fa3.kernels() if n.startswith("fa3_bwd_")]  # not a forward kernel
+    names = ["fa3_fwd_bf16_d128_m128_n128_s2_w2_not_compiled"] + other[:1] + backward[:1]
     for name in names:
         with pytest.raises(fa3.Fa3Error) as raised:
             fa3.forward(q, k, v, kernel=name)

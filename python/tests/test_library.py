@@ -24,8 +24,9 @@ REPO_DIR = Path(__file__).resolve().parents[2]
 HEADER = REPO_DIR / "include" / "fa3" / "fa3.h"
 BUILT_IN_TABLE = REPO_DIR / "src" / "runtime" / "tuning_table.json"
 # The shape of a kernel name only: the grammar itself (which tokens, in which order) lives in
-# one place, src/kernels/fwd_names.h, and test/test_registry.cpp holds the library to it.
-KERNEL_NAME = re.compile(r"^fa3_fwd_(f16|bf16)_d\d+_m\d+_n\d+_s\d+_w\d+(_[a-z0-9]+)*$")
+# src/kernels/fwd_names.h and bwd_config.h (the backward's: fa3_bwd_...), and
+# test/test_registry.cpp holds the library to it.
+KERNEL_NAME = re.compile(r"^fa3_(fwd|bwd)_(f16|bf16)_d\d+_m\d+_n\d+_s\d+_w\d+(_[a-z0-9]+)*$")
 
 
 # ---- finding the library --------------------------------------------------------------
@@ -132,7 +133,21 @@ def test_tensor_struct_matches_the_header() -> None:
 def test_params_struct_matches_the_header() -> None:
     fields = _struct_fields(_header_text(), "fa3_params")
     assert [name for name, _ in fa3.Fa3Params._fields_] == fields
-    assert ctypes.sizeof(fa3.Fa3Params) == 8
+    # float + int + int (deterministic, appended after the first release)
+    assert ctypes.sizeof(fa3.Fa3Params) == 12
+    # The first release's prefix is unchanged, so an older library's forward reads it as before.
+    assert fa3.Fa3Params.softmax_scale.offset == 0 and fa3.Fa3Params.causal.offset == 4
+
+
+def test_every_place_that_builds_params_sets_every_field() -> None:
+    from fa3 import api
+    params = api._params(True, 0.5, True)
+    assert (params.softmax_scale, params.causal, params.deterministic) == (0.5, 1, 1)
+    default = api._params(False, None)
+    assert (default.softmax_scale, default.causal, default.deterministic) == (0.0, 0, 0)
+    # Fa3Params is built in api._params only (one place to keep in step with the header).
+    source = Path(api.__file__).read_text()
+    assert source.count("Fa3Params(") == 1, "build fa3_params through api._params"
 
 
 def test_every_header_function_is_declared() -> None:
@@ -140,8 +155,88 @@ def test_every_header_function_is_declared() -> None:
     assert set(declared) <= set(_lib._SIGNATURES), set(declared) - set(_lib._SIGNATURES)
 
 
-def test_every_function_is_exported_by_the_library(library: str) -> None:
-    assert fa3._lib.get_library().missing == [], f"{library} lacks these functions"
+def test_the_backward_signatures_follow_the_header() -> None:
+    backward_args = _lib._SIGNATURES["fa3_backward"][1]
+    # h, q, k, v, o, dout, lse, dq, dk, dv, p, workspace, workspace_bytes, stream
+    assert len(backward_args) == 14
+    assert backward_args[6] is ctypes.c_void_p and backward_args[11] is ctypes.c_void_p
+    assert backward_args[12] is ctypes.c_size_t and backward_args[13] is ctypes.c_void_p
+    size_args = _lib._SIGNATURES["fa3_backward_workspace_size"][1]
+    assert len(size_args) == 5 and size_args[4] == ctypes.POINTER(ctypes.c_size_t)
+
+
+# The backward pass (issue 28) is being written into the library; a build from before it
+# lacks exactly these two functions, and the package must keep working without them.
+BACKWARD_FUNCTIONS = {"fa3_backward", "fa3_backward_workspace_size"}
+
+
+def test_every_forward_function_is_exported_by_the_library(library: str) -> None:
+    missing = set(fa3._lib.get_library().missing) - BACKWARD_FUNCTIONS
+    assert not missing, f"{library} lacks these functions: {sorted(missing)}"
+
+
+def test_the_backward_functions_are_exported_by_the_library(library: str) -> None:
+    missing = set(fa3._lib.get_library().missing) & BACKWARD_FUNCTIONS
+    if missing == BACKWARD_FUNCTIONS:
+        pytest.skip(f"{library} was built before the backward pass (it exports neither "
+                    f"{' nor '.join(sorted(BACKWARD_FUNCTIONS))}); rebuild it")
+    assert not missing, f"{library} exports only part of the backward: lacks {sorted(missing)}"
+
+
+# ---- a library without the backward (MissingFunctionError, no library or torch needed) -----
+
+
+class _StubFunction:
+    """Stands for a ctypes function: takes argtypes/restype, must never be called here."""
+
+    def __call__(self, *arguments: Any) -> int:
+        raise AssertionError("a stub library function was called")
+
+
+class _LibraryWithoutBackward:
+    """A stand-in for a CDLL of a libfa3 built before the backward pass: it has every
+    declared function but the backward's."""
+
+    def __init__(self) -> None:
+        for name in _lib._SIGNATURES:
+            if name not in BACKWARD_FUNCTIONS:
+                setattr(self, name, _StubFunction())
+
+
+def _old_library() -> Any:
+    return _lib.Library(_LibraryWithoutBackward(), "/old/build/libfa3.so")  # type: ignore[arg-type]
+
+
+def test_a_library_without_the_backward_lists_what_it_lacks() -> None:
+    old = _old_library()
+    assert sorted(old.missing) == sorted(BACKWARD_FUNCTIONS)
+    with pytest.raises(fa3.MissingFunctionError, match="does not export fa3_backward\\(\\)") as raised:
+        old.fa3_backward
+    assert "/old/build/libfa3.so" in str(raised.value)
+    assert "rebuild" in str(raised.value)
+
+
+@pytest.mark.parametrize("method", ["backward", "attention", "backward_workspace_size"])
+def test_the_backward_of_a_library_without_it_fails_first_and_clearly(method: str) -> None:
+    """Binding.backward/attention/backward_workspace_size ask the library for the backward's
+    functions before anything else: no torch, no tensors, no GPU are needed to hear why."""
+    binding = fa3.Binding(_old_library())
+    arguments = {"backward": (None,) * 6, "attention": (None,) * 3,
+                 "backward_workspace_size": (None,) * 2}[method]
+    with pytest.raises(fa3.MissingFunctionError, match="fa3_backward") as raised:
+        getattr(binding, method)(*arguments)
+    assert "/old/build/libfa3.so" in str(raised.value)
+    # The forward's functions of that library are still there.
+    assert callable(binding.library.fa3_kernel_count)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is not None,
+                    reason="PyTorch is installed here")
+def test_backward_without_torch_says_torch_is_needed() -> None:
+    with pytest.raises(ImportError, match="torch"):
+        fa3.backward(None, None, None, None, None, None)  # type: ignore[arg-type]
+    with pytest.raises(ImportError, match="torch"):
+        fa3.attention(None, None, None)  # type: ignore[arg-type]
 
 
 # ---- kernels --------------------------------------------------------------------------
@@ -308,7 +403,8 @@ def test_two_library_files_load_side_by_side(library: str, tmp_path: Path) -> No
                  for lib in (first.library, second.library, default)}
     assert len(addresses) == 3
     assert first.kernels() == second.kernels() == fa3.kernels()
-    assert first.library.missing == [] and second.library.missing == []
+    # The same file's copies: the same functions (all of them, once the backward is built).
+    assert first.library.missing == second.library.missing == default.missing
 
 
 def test_each_library_keeps_its_own_last_error(library: str, tmp_path: Path) -> None:

@@ -8,9 +8,7 @@
 
 namespace fa3 {
 
-namespace {
-
-using Int128 = __int128;
+namespace tensor_rules {
 
 Error invalid(const std::string& message) { return make_error(FA3_ERR_INVALID_ARGUMENT, message); }
 
@@ -32,24 +30,12 @@ const char* dtype_text(fa3_dtype d) {
   return "an unknown dtype";
 }
 
-struct Dim {
-  const char* name;  // "batch", "seqlen", "heads"
-  int64_t size;
-  int64_t stride;    // elements
-  const char* stride_name;
-};
-
-// No heap allocation on the success path: fa3_forward runs these checks on every call.
 std::array<Dim, 3> outer_dims(const fa3_tensor& t) {
   return {{{"batch", t.batch, t.stride_batch, "stride_batch"},
           {"seqlen", t.seqlen, t.stride_seq, "stride_seq"},
           {"heads", t.heads, t.stride_head, "stride_head"}}};
 }
 
-// Byte range [first, last] the tensor's elements occupy.
-struct ByteRange {
-  Int128 first, last;
-};
 ByteRange byte_range(const fa3_tensor& t, int64_t element_bytes) {
   Int128 last = t.head_dim - 1;
   for (const Dim& d : outer_dims(t)) last += static_cast<Int128>(d.size - 1) * d.stride;
@@ -69,8 +55,6 @@ Error check_sizes(const fa3_tensor& t, const char* name) {
   return Error::ok();
 }
 
-// TMA's rules (cuTensorMapEncodeTiled): 16-byte aligned base, strides positive multiples of
-// 16 bytes below 2^40. A dimension of size 1 is never stepped along, so its stride is free.
 Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes) {
   if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
     return invalid(std::string(name) + "->data (" + pointer_text(t.data) +
@@ -95,8 +79,7 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
   return Error::ok();
 }
 
-// No two elements of o may share memory: the kernels write every element exactly once, in
-// parallel. Sorting the dimensions of size > 1 by stride, each stride must reach past the
+// Sorting the dimensions of size > 1 by stride, each stride must reach past the
 // whole extent of the dimensions inside it.
 Error check_no_self_overlap(const fa3_tensor& t, const char* name) {
   std::array<Dim, 3> dims = outer_dims(t);
@@ -127,7 +110,9 @@ Error check_same(const char* field, const char* t_name, int64_t t_value, const c
                  ref_name + "->" + field + " (" + num(ref_value) + ")");
 }
 
-}  // namespace
+}  // namespace tensor_rules
+
+using namespace tensor_rules;
 
 bool fwd_config_fits(const FwdConfig& c, const ForwardProblem& problem) {
   return c.dtype == problem.dtype && c.head_dim == problem.head_dim && c.causal == problem.causal;
@@ -186,7 +171,7 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
                           num(static_cast<int64_t>(std::min<Int128>(blocks, INT64_MAX))) +
                           " exceeds the 2^31 - 1 blocks of a grid");
 
-  fa3_params defaults = {0.0f, 0};
+  fa3_params defaults{};
   if (!p) p = &defaults;
   if (p->causal != 0 && p->causal != 1)
     return invalid("p->causal must be 0 or 1 (got " + num(p->causal) + ")");

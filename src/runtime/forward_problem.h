@@ -2,7 +2,9 @@
 // tested without a GPU. Every rule an argument can break has its own sentence naming it.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 
 #include "fa3/fa3.h"
 #include "kernels/fwd_config.h"
@@ -34,5 +36,45 @@ Error check_forward(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* 
 
 // Whether a compiled forward kernel can run this problem (dtype, head_dim, causal).
 bool fwd_config_fits(const FwdConfig& c, const ForwardProblem& problem);
+
+// The rules on one tensor descriptor that the forward's and the backward's checks share, with
+// the forward's sentences. No heap allocation on the success path: the checks run on every call.
+namespace tensor_rules {
+
+using Int128 = __int128;
+
+Error invalid(const std::string& message);  // FA3_ERR_INVALID_ARGUMENT
+std::string num(int64_t v);
+std::string pointer_text(const void* p);
+const char* dtype_text(fa3_dtype d);  // "FA3_BF16"
+
+struct Dim {
+  const char* name;  // "batch", "seqlen", "heads"
+  int64_t size;
+  int64_t stride;    // elements
+  const char* stride_name;
+};
+std::array<Dim, 3> outer_dims(const fa3_tensor& t);
+
+// Byte range [first, last] the tensor's elements occupy (strides positive where size > 1).
+struct ByteRange {
+  Int128 first, last;
+};
+ByteRange byte_range(const fa3_tensor& t, int64_t element_bytes);
+bool overlaps(const ByteRange& a, const ByteRange& b);
+
+// batch, seqlen and heads in [1, kMaxExtent].
+Error check_sizes(const fa3_tensor& t, const char* name);
+// TMA's rules (cuTensorMapEncodeTiled): 16-byte aligned base, strides positive multiples of
+// 16 bytes below 2^40. A dimension of size 1 is never stepped along, so its stride is free.
+Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes);
+// No two elements of an output may share memory: the kernels write every element exactly
+// once, in parallel.
+Error check_no_self_overlap(const fa3_tensor& t, const char* name);
+// "<t_name>-><field> (t_value) must equal <ref_name>-><field> (ref_value)"
+Error check_same(const char* field, const char* t_name, int64_t t_value, const char* ref_name,
+                 int64_t ref_value);
+
+}  // namespace tensor_rules
 
 }  // namespace fa3

@@ -58,13 +58,15 @@ Error create_handle(int device, const char* tuning_table_path, fa3_handle** out)
 
 void destroy_handle(fa3_handle* h) {
   Driver& d = h->driver;
-  // Modules loaded into the primary context are unloaded here; those of other (caller-owned)
-  // contexts go away with their context, which may already be destroyed.
+  // Modules, counters and workspaces of the primary context are released here; those of other
+  // (caller-owned) contexts go away with their context, which may already be destroyed.
   if (d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
     for (const fa3_handle::LoadedKernel& k : h->loaded)
       if (k.context == h->primary) d.module_unload(k.module);
     for (const fa3_handle::CounterChunk& c : h->counter_chunks)
       if (c.context == h->primary) d.mem_free(c.base);
+    for (const auto& w : h->workspaces)
+      if (w->context == h->primary && w->base != 0) d.mem_free(w->base);
     CUcontext popped;
     d.ctx_pop_current(&popped);
   }
@@ -100,15 +102,21 @@ ContextScope::~ContextScope() {
   }
 }
 
-Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out) {
-  std::lock_guard<std::mutex> lock(h->loaded_mutex);
+namespace {
+
+// The entry of `kernel` loaded in `context`, loading its cubin (and, for a backward kernel,
+// finding its _pre and _post) the first time. Called with loaded_mutex held.
+Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+                  const fa3_handle::LoadedKernel** out) {
   for (const fa3_handle::LoadedKernel& k : h->loaded)
     if (k.context == context && k.kernel == &kernel) {
-      *out = k.function;
+      *out = &k;
       return Error::ok();
     }
   const Driver& d = h->driver;
-  const uint32_t smem = FwdSmemLayout::of(kernel.fwd).total_bytes;
+  const bool backward = kernel.direction == Direction::Backward;
+  const uint32_t smem = backward ? BwdSmemLayout::of(kernel.bwd).total_bytes
+                                 : FwdSmemLayout::of(kernel.fwd).total_bytes;
   if (static_cast<int>(smem) > h->max_smem_per_block)
     return make_error(FA3_ERR_UNSUPPORTED, "kernel " + kernel.name + " needs " +
                                                std::to_string(smem) + " bytes of shared memory; " +
@@ -117,17 +125,42 @@ Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, C
   CUmodule module = nullptr;
   CUresult r = d.module_load_data(&module, kernel.cubin);
   if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
-  CUfunction function = nullptr;
-  r = d.module_get_function(&function, module, kernel.name.c_str());
+  fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr};
+  r = d.module_get_function(&loaded.function, module, kernel.name.c_str());
   if (r == CUDA_SUCCESS)
-    r = d.func_set_attribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    r = d.func_set_attribute(loaded.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(smem));
+  if (r == CUDA_SUCCESS && backward)
+    r = d.module_get_function(&loaded.pre, module, (kernel.name + "_pre").c_str());
+  if (r == CUDA_SUCCESS && backward)
+    r = d.module_get_function(&loaded.post, module, (kernel.name + "_post").c_str());
   if (r != CUDA_SUCCESS) {
     d.module_unload(module);
     return d.fail(r, "preparing kernel " + kernel.name);
   }
-  h->loaded.push_back({context, &kernel, module, function});
-  *out = function;
+  h->loaded.push_back(loaded);
+  *out = &h->loaded.back();
+  return Error::ok();
+}
+
+}  // namespace
+
+Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out) {
+  std::lock_guard<std::mutex> lock(h->loaded_mutex);
+  const fa3_handle::LoadedKernel* k = nullptr;
+  Error e = load_kernel(h, context, kernel, &k);
+  if (e.failed()) return e;
+  *out = k->function;
+  return Error::ok();
+}
+
+Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+                             BackwardFunctions* out) {
+  std::lock_guard<std::mutex> lock(h->loaded_mutex);
+  const fa3_handle::LoadedKernel* k = nullptr;
+  Error e = load_kernel(h, context, kernel, &k);
+  if (e.failed()) return e;
+  *out = {k->function, k->pre, k->post};
   return Error::ok();
 }
 
@@ -164,6 +197,47 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
   h->counters.push_back({context, id, counter});
   *out = counter;
   return Error::ok();
+}
+
+Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
+                            const std::function<Error(CUdeviceptr)>& use) {
+  Driver& d = h->driver;
+  unsigned long long id = 0;
+  CUresult r = d.stream_get_id(stream, &id);
+  if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
+  fa3_handle::StreamWorkspace* entry = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(h->workspaces_mutex);
+    for (const auto& w : h->workspaces)
+      if (w->context == context && w->stream_id == id) entry = w.get();
+    if (entry == nullptr) {
+      h->workspaces.push_back(std::make_unique<fa3_handle::StreamWorkspace>());
+      entry = h->workspaces.back().get();
+      entry->context = context;
+      entry->stream_id = id;
+    }
+  }
+  std::lock_guard<std::mutex> lock(entry->mutex);
+  if (entry->bytes < bytes) {
+    if (entry->base != 0) {
+      r = d.stream_synchronize(stream);
+      if (r != CUDA_SUCCESS)
+        return d.fail(r, "waiting for the stream before growing the handle's workspace (cuStreamSynchronize)");
+      r = d.mem_free(entry->base);
+      entry->base = 0;
+      entry->bytes = 0;
+      if (r != CUDA_SUCCESS) return d.fail(r, "freeing the handle's old workspace (cuMemFree)");
+    }
+    const size_t size = (bytes + kWorkspaceGranularity - 1) / kWorkspaceGranularity * kWorkspaceGranularity;
+    CUdeviceptr base = 0;
+    r = d.mem_alloc(&base, size);
+    if (r != CUDA_SUCCESS)
+      return d.fail(r, "allocating the handle's workspace of " + std::to_string(size) +
+                           " bytes (cuMemAlloc; pass a workspace to fa3_backward to manage it yourself)");
+    entry->base = base;
+    entry->bytes = size;
+  }
+  return use(entry->base);
 }
 
 }  // namespace fa3

@@ -2,6 +2,9 @@
 // kernels loaded so far (per CUDA context, lazily, once).
 #pragma once
 
+#include <cstddef>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@ struct fa3_handle {
     const fa3::KernelInfo* kernel;
     CUmodule module;
     CUfunction function;
+    CUfunction pre, post;  // a backward kernel's <name>_pre and <name>_post
   };
   std::mutex loaded_mutex;  // guards `loaded` and module loading
   std::vector<LoadedKernel> loaded;
@@ -46,6 +50,19 @@ struct fa3_handle {
   std::mutex counters_mutex;
   std::vector<CounterChunk> counter_chunks;
   std::vector<StreamCounter> counters;
+
+  // The workspaces of fa3_backward calls that pass none: one per (context, stream), grown on
+  // demand, never shrunk. An entry's mutex is held from its lookup to the end of the launch
+  // that uses it (fa3::with_stream_workspace).
+  struct StreamWorkspace {
+    CUcontext context;
+    unsigned long long stream_id;  // cuStreamGetId
+    CUdeviceptr base = 0;
+    size_t bytes = 0;
+    std::mutex mutex;
+  };
+  std::mutex workspaces_mutex;  // guards the list; each entry's own mutex guards the entry
+  std::vector<std::unique_ptr<StreamWorkspace>> workspaces;
 };
 
 namespace fa3 {
@@ -75,8 +92,27 @@ class ContextScope {
 // The kernel's function in `context` (current), loading its cubin the first time.
 Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out);
 
+// A backward kernel's three functions (the main loop, <name>_pre, <name>_post) in `context`.
+struct BackwardFunctions {
+  CUfunction main = nullptr, pre = nullptr, post = nullptr;
+};
+Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+                             BackwardFunctions* out);
+
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
 // stream may allocate (one chunk of counters per context at a time).
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
+
+// Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing
+// problems do not synchronize and reallocate each time.
+constexpr size_t kWorkspaceGranularity = size_t{2} << 20;
+
+// Runs `use` with the handle's workspace for `stream` in `context` (current), at least `bytes`
+// large. Growing it first synchronizes the stream (launches queued there may still use the old
+// buffer), then frees the old buffer and allocates the new one (cuMemAlloc), so the peak is
+// never both. Calls for one stream wait for each other from the lookup to the end of `use`: a
+// growth in one thread must not free the buffer another thread is launching with.
+Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
+                            const std::function<Error(CUdeviceptr)>& use);
 
 }  // namespace fa3

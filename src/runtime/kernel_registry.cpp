@@ -102,31 +102,81 @@ std::string fwd_tokens_markdown() {
   return md;
 }
 
-const std::vector<KernelInfo>& compiled_kernels() {
-  static const std::vector<KernelInfo> kernels = [] {
-    std::vector<KernelInfo> list;
+std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::string* why) {
+  if (name.find('\0') != std::string::npos) {
+    if (why) *why = "a kernel name has no NUL characters";
+    return std::nullopt;
+  }
+  const BwdNameParse r = parse_bwd_name(name.c_str());
+  if (!r.ok) {
+    if (why) *why = r.error;
+    return std::nullopt;
+  }
+  return r.config;
+}
+
+std::string bwd_kernel_name(const BwdConfig& c) {
+  std::string s = std::string("fa3_bwd_") + dtype_name(c.dtype) + "_d" +
+                  std::to_string(c.head_dim) + "_m" + std::to_string(c.block_m) + "_n" +
+                  std::to_string(c.block_n) + "_s" + std::to_string(c.stages) + "_w" +
+                  std::to_string(c.consumer_warpgroups);
+  if (c.causal) s += "_causal";
+  return s;
+}
+
+namespace {
+
+struct KernelLists {
+  std::vector<KernelInfo> forward, backward;
+  std::vector<const KernelInfo*> all;
+};
+
+const KernelLists& kernel_lists() {
+  static const KernelLists lists = [] {
+    KernelLists l;
     for (size_t i = 0; i < kEmbeddedCubinCount; ++i) {
       const EmbeddedBlob& blob = kEmbeddedCubins[i];
       KernelInfo k;
       k.name = blob.name;
-      std::optional<FwdConfig> cfg = parse_fwd_kernel_name(k.name);
-      // The Makefile builds only names that parse; a failure here is a build defect.
-      if (!cfg) std::abort();
-      k.fwd = *cfg;
       k.cubin = blob.begin;
       k.cubin_size = static_cast<size_t>(blob.end - blob.begin);
-      list.push_back(k);
+      // The Makefile builds only names that parse; a failure here is a build defect.
+      if (std::optional<FwdConfig> f = parse_fwd_kernel_name(k.name)) {
+        k.fwd = *f;
+        l.forward.push_back(k);
+      } else if (std::optional<BwdConfig> b = parse_bwd_kernel_name(k.name)) {
+        k.direction = Direction::Backward;
+        k.bwd = *b;
+        l.backward.push_back(k);
+      } else {
+        std::abort();
+      }
     }
-    std::sort(list.begin(), list.end(),
-              [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; });
-    return list;
+    const auto by_name = [](const KernelInfo& a, const KernelInfo& b) { return a.name < b.name; };
+    std::sort(l.forward.begin(), l.forward.end(), by_name);
+    std::sort(l.backward.begin(), l.backward.end(), by_name);
+    for (const KernelInfo& k : l.forward) l.all.push_back(&k);
+    for (const KernelInfo& k : l.backward) l.all.push_back(&k);
+    return l;
   }();
-  return kernels;
+  return lists;
 }
+
+}  // namespace
+
+const std::vector<KernelInfo>& compiled_kernels() { return kernel_lists().forward; }
+const std::vector<KernelInfo>& compiled_backward_kernels() { return kernel_lists().backward; }
+const std::vector<const KernelInfo*>& all_compiled_kernels() { return kernel_lists().all; }
 
 const KernelInfo* find_compiled_kernel(const std::string& name) {
   for (const KernelInfo& k : compiled_kernels())
     if (k.name == name) return &k;
+  return nullptr;
+}
+
+const KernelInfo* find_any_compiled_kernel(const std::string& name) {
+  for (const KernelInfo* k : all_compiled_kernels())
+    if (k->name == name) return k;
   return nullptr;
 }
 

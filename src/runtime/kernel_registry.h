@@ -10,12 +10,13 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bwd_config.h"
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_names.h"
 
 namespace fa3 {
 
-enum class Direction { Forward };
+enum class Direction { Forward, Backward };
 
 // The most forward kernels the production set (FWD_PRODUCTION_KERNELS, src/kernels/kernels.mk)
 // may hold: the tuning table's picks, the LSE twin of each _ls pick (kernel_for_call) and the
@@ -28,6 +29,7 @@ struct KernelInfo {
   std::string name;
   Direction direction = Direction::Forward;
   FwdConfig fwd;                      // valid when direction == Forward
+  BwdConfig bwd;                      // valid when direction == Backward
   const unsigned char* cubin = nullptr;
   size_t cubin_size = 0;
 };
@@ -62,9 +64,20 @@ const char* dtype_name(DType d);  // "f16" / "bf16"
 // `fa3-table tokens --markdown` prints it; a CPU test keeps the two equal.
 std::string fwd_tokens_markdown();
 
-// All kernels embedded in this library, in name order.
+// The forward kernels embedded in this library, in name order (what the tuning table, the
+// forward calls and the tools that pick among configs see).
 const std::vector<KernelInfo>& compiled_kernels();
 const KernelInfo* find_compiled_kernel(const std::string& name);
+// The backward kernels (fa3_bwd_*), in name order; each cubin also holds <name>_pre and
+// <name>_post.
+const std::vector<KernelInfo>& compiled_backward_kernels();
+// Every embedded kernel, forward then backward (the C API's kernel list, fa3-sass).
+const std::vector<const KernelInfo*>& all_compiled_kernels();
+const KernelInfo* find_any_compiled_kernel(const std::string& name);
+
+// Parses a backward kernel name (bwd_config.h); nullopt with `why` when it does not parse.
+std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::string* why = nullptr);
+std::string bwd_kernel_name(const BwdConfig& c);
 
 // A kernel with the row sums by the PV GEMM (FwdConfig::row_sum_mma) serves calls without an
 // LSE only: its l sums P~ rounded to 16 bits, and an LSE from it would be off by up to 1e-3.

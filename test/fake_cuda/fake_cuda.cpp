@@ -20,6 +20,7 @@ struct State {
   int major = 9, minor = 0, device_count = 1;
   int contexts[4] = {};          // contexts[0]: primary of device 0; [1]: a "user" context
   int modules = 0, functions = 0, allocations = 0;
+  std::vector<size_t> allocated_bytes;  // of each cuMemAlloc since the last reset
   CUlaunchConfig last_config{};
   std::vector<unsigned char> last_params;
 };
@@ -127,7 +128,7 @@ CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
   FAKE_ENTER("cuMemAlloc");
   std::lock_guard<std::mutex> lock(state().mutex);
   *p = 0x10000000ull + 0x100000ull * static_cast<CUdeviceptr>(++state().allocations);
-  (void)bytes;
+  state().allocated_bytes.push_back(bytes);
   return CUDA_SUCCESS;
 }
 CUresult mem_free(CUdeviceptr) { FAKE_ENTER("cuMemFree"); return CUDA_SUCCESS; }
@@ -135,6 +136,7 @@ CUresult memset_d32(CUdeviceptr, unsigned int, size_t) {
   FAKE_ENTER("cuMemsetD32");
   return CUDA_SUCCESS;
 }
+CUresult stream_synchronize(CUstream) { FAKE_ENTER("cuStreamSynchronize"); return CUDA_SUCCESS; }
 // Stream ids: the handle's value (a test's streams are distinct made-up pointers).
 CUresult stream_get_id(CUstream s, unsigned long long* id) {
   FAKE_ENTER("cuStreamGetId");
@@ -195,6 +197,7 @@ const Entry kEntries[] = {
     {"cuMemFree", reinterpret_cast<void*>(mem_free)},
     {"cuMemsetD32", reinterpret_cast<void*>(memset_d32)},
     {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
+    {"cuStreamSynchronize", reinterpret_cast<void*>(stream_synchronize)},
     {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(tensor_map_encode_tiled)},
 };
 
@@ -232,6 +235,7 @@ void fake_cuda_reset() {
   s.device_count = 1;
   s.last_params.clear();
   s.last_config = CUlaunchConfig{};
+  s.allocated_bytes.clear();
   current = nullptr;
 }
 void fake_cuda_fail(const char* entry_point, int result) {
@@ -256,6 +260,12 @@ int fake_cuda_current_is_primary() {
 void fake_cuda_log(char* buf, size_t size) {
   std::lock_guard<std::mutex> lock(state().mutex);
   std::snprintf(buf, size, "%s", state().log.c_str());
+}
+// The bytes the index-th cuMemAlloc since the last reset asked for; 0 when there was none.
+size_t fake_cuda_allocated_bytes(int index) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const std::vector<size_t>& a = state().allocated_bytes;
+  return index >= 0 && static_cast<size_t>(index) < a.size() ? a[static_cast<size_t>(index)] : 0;
 }
 // The last launch: grid x, block x, dynamic shared memory, and its parameter bytes.
 int fake_cuda_last_launch(unsigned* grid, unsigned* block, unsigned* smem, void* params, size_t size) {

@@ -33,6 +33,70 @@ void reference_row(const AttentionShape& s, const float* q, const float* k, cons
 void plain_row(const AttentionShape& s, const float* q, const float* k, const float* v,
                int64_t b, int64_t h, int64_t i, bool is_bf16, float* o, float* lse);
 
+// ---- Backward (paper Algorithm 3) -----------------------------------------------------------
+// Gradients of the loss L = sum(O * dO) with respect to Q, K and V, for dO given:
+//   P = softmax(scale S), S = Q K^T (masked), dV = P^T dO, dP = dO V^T, D = rowsum(dO * O),
+//   dS = P * (dP - D), dQ = scale dS K, dK = scale dS^T Q,
+// with dK and dV of a K/V head summed over the query heads of its group. A query row that sees
+// no key has zero gradient and adds nothing to dK and dV. dout has q's layout.
+//
+// One dQ row needs its row's statistics; one dK/dV row needs those of every query row of its
+// (batch, K/V head) group: the functions take them precomputed, so that sampled rows of a
+// large problem cost one pass over their group (reference_group_stats) and not the problem.
+
+// float64: the row's LSE (natural log, -inf when it sees no key) and D = dO . O.
+struct BackwardRowStats {
+  double lse = 0, delta = 0;
+};
+BackwardRowStats reference_row_stats(const AttentionShape& s, const float* q, const float* k,
+                                     const float* v, const float* dout, int64_t b, int64_t h,
+                                     int64_t i);
+// The stats of every query row of K/V head hk's group in batch b, in (head - hk * group, i)
+// order, computed on all hardware threads.
+std::vector<BackwardRowStats> reference_group_stats(const AttentionShape& s, const float* q,
+                                                    const float* k, const float* v,
+                                                    const float* dout, int64_t b, int64_t hk);
+// dQ row (head_dim values) of query row i of (b, h).
+void reference_dq_row(const AttentionShape& s, const float* q, const float* k, const float* v,
+                      const float* dout, int64_t b, int64_t h, int64_t i,
+                      const BackwardRowStats& stats, double* dq);
+// dK and dV rows of key j of (b, K/V head hk); group_stats as reference_group_stats returns.
+void reference_dkv_row(const AttentionShape& s, const float* q, const float* k, const float* v,
+                       const float* dout, int64_t b, int64_t hk, int64_t j,
+                       const BackwardRowStats* group_stats, double* dk, double* dv);
+
+// The plain same-precision backward, as a framework computes it in the input dtype: the
+// forward of plain_row (S rounded to 16 bits, softmax in fp32, P rounded to 16 bits, O = PV in
+// fp32 rounded to 16 bits), then dP = dO V^T accumulated in fp32 and rounded to 16 bits,
+// D = rowsum(dO * O) in fp32 over the 16-bit O, dS = P (dP - D) in fp32 rounded to 16 bits,
+// dQ = scale dS K, dK = scale dS^T Q and dV = P^T dO accumulated in fp32 and rounded to 16
+// bits. Under GQA each query head's dK and dV are rounded to 16 bits, then summed over the
+// group in fp32 and rounded again (the gradient of a K/V head repeated per query head).
+struct PlainRowStats {
+  float max_score = 0, sum = 0, delta = 0;  // sum == 0: the row sees no key
+};
+PlainRowStats plain_row_stats(const AttentionShape& s, const float* q, const float* k,
+                              const float* v, const float* dout, int64_t b, int64_t h, int64_t i,
+                              bool is_bf16);
+std::vector<PlainRowStats> plain_group_stats(const AttentionShape& s, const float* q,
+                                             const float* k, const float* v, const float* dout,
+                                             int64_t b, int64_t hk, bool is_bf16);
+void plain_dq_row(const AttentionShape& s, const float* q, const float* k, const float* v,
+                  const float* dout, int64_t b, int64_t h, int64_t i, const PlainRowStats& stats,
+                  bool is_bf16, float* dq);
+void plain_dkv_row(const AttentionShape& s, const float* q, const float* k, const float* v,
+                   const float* dout, int64_t b, int64_t hk, int64_t j,
+                   const PlainRowStats* group_stats, bool is_bf16, float* dk, float* dv);
+
+// The whole problem: dq in q's layout (batch, seqlen_q, heads, head_dim), dk and dv in k's
+// (batch, seqlen_k, heads_kv, head_dim), contiguous; on all hardware threads.
+void reference_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                        const float* dout, std::vector<double>* dq, std::vector<double>* dk,
+                        std::vector<double>* dv);
+void plain_backward(const AttentionShape& s, const float* q, const float* k, const float* v,
+                    const float* dout, bool is_bf16, std::vector<float>* dq,
+                    std::vector<float>* dk, std::vector<float>* dv);
+
 // Runs fn(index) for index in [0, n) on all hardware threads.
 void parallel_for(int64_t n, const std::function<void(int64_t)>& fn);
 

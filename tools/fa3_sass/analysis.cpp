@@ -1,6 +1,7 @@
 #include "analysis.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 namespace fa3::sass {
@@ -36,9 +37,36 @@ CheckResult no_spills(const KernelReport& k) {
   return {CheckId::NoSpills, false, detail + ": registers spill to local memory (see ptxas -v)"};
 }
 
+// "24" or "24, 32": the register counts one kind of USETMAXREG sets.
+std::string register_counts(const std::vector<int>& regs) {
+  std::vector<int> unique = regs;
+  std::sort(unique.begin(), unique.end());
+  unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
+  std::string s;
+  for (int r : unique) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s.empty() ? "?" : s;
+}
+
+// Every count of `regs` is `expected` (and there is one).
+bool all_equal(const std::vector<int>& regs, int expected) {
+  return !regs.empty() && std::all_of(regs.begin(), regs.end(), [&](int r) { return r == expected; });
+}
+
 CheckResult setmaxreg(const KernelReport& k) {
   const size_t dealloc = k.mix.usetmaxreg_dealloc, alloc = k.mix.usetmaxreg_alloc;
   const std::string counts = std::to_string(dealloc) + " DEALLOC, " + std::to_string(alloc) + " TRY_ALLOC";
+  const std::optional<int> producer = k.traits.producer_regs, consumer = k.traits.consumer_regs;
+  if (dealloc > 0 && alloc > 0 && producer && consumer) {
+    // The config fixes the split (the backward kernel): the immediates must be its counts.
+    const std::string set = "USETMAXREG: " + std::to_string(dealloc) + " DEALLOC to " +
+                            register_counts(k.mix.usetmaxreg_dealloc_regs) + ", " + std::to_string(alloc) +
+                            " TRY_ALLOC to " + register_counts(k.mix.usetmaxreg_alloc_regs);
+    const std::string wanted =
+        "the config's " + std::to_string(*producer) + " (producer) / " + std::to_string(*consumer) + " (consumers)";
+    if (all_equal(k.mix.usetmaxreg_dealloc_regs, *producer) && all_equal(k.mix.usetmaxreg_alloc_regs, *consumer))
+      return {CheckId::SetMaxReg, true, set + ", " + wanted};
+    return {CheckId::SetMaxReg, false, set + ": not " + wanted};
+  }
   if (dealloc > 0 && alloc > 0) return {CheckId::SetMaxReg, true, "USETMAXREG: " + counts};
   if (dealloc + alloc == 0)
     return {CheckId::SetMaxReg, false,
@@ -52,6 +80,17 @@ CheckResult setmaxreg(const KernelReport& k) {
 CheckResult tma_loads(const KernelReport& k) {
   if (k.mix.utmaldg > 0) return {CheckId::TmaLoads, true, count(k.mix.utmaldg, "UTMALDG")};
   return {CheckId::TmaLoads, false, "no UTMALDG: the producer does not load tiles with TMA"};
+}
+
+// The backward kernel's dQ writer adds each step's dQ parts into the fp32 accumulator with
+// cp.reduce.async.bulk.tensor.*.add (SASS UTMAREDG.4D.ADD): without it dQ is summed some
+// other way (per-thread atomics: RED/ATOM, slower and not deterministic).
+CheckResult tma_reduce_add(const KernelReport& k) {
+  const CheckId id = CheckId::TmaReduceAdd;
+  if (k.mix.utmaredg_add > 0) return {id, true, count(k.mix.utmaredg_add, "UTMAREDG.ADD")};
+  if (k.mix.utmaredg > 0)
+    return {id, false, count(k.mix.utmaredg, "UTMAREDG") + ", none of them .ADD: dQ is not accumulated"};
+  return {id, false, "no UTMAREDG: dQ is not added into global memory by TMA reduce-adds"};
 }
 
 // A cluster kernel shares its K/V loads through multicast, and its consumers hand stages
@@ -262,6 +301,57 @@ CheckResult half_blocks(const KernelReport& k) {
   return {id, false, found + ": the half-width path of _hb is not in the kernel"};
 }
 
+// Paper Algorithm 3 as src/kernels/bwd_kernel.cuh writes it, per consumer warpgroup (64 keys)
+// and query block (block_m rows) of the step loop:
+//   S^T = K_j Q_i^T and dP^T = V_j dO_i^T  SS, HGMMA.64x{block_m}x16, head_dim/16 k-steps each
+//   dV += P^T dO_i and dK += dS^T Q_i      RS, HGMMA.64x{head_dim}x16, block_m/16 k-steps each
+//   dQ_i part = dS K_j                     SS, HGMMA.64x{head_dim}x16, 64/16 = 4 k-steps
+// The mainloop (the innermost loop with the most wgmma) must hold exactly these, once per
+// iteration (or a whole multiple, were ptxas to unroll it).
+CheckResult bwd_gemms(const KernelReport& k) {
+  const CheckId id = CheckId::BwdGemms;
+  if (!k.traits.head_dim || !k.traits.block_m)
+    return {id, false, "the name gives no head_dim and block_m: nothing to expect"};
+  const int d = *k.traits.head_dim, bm = *k.traits.block_m;
+  if (d % 16 != 0 || bm % 16 != 0 || d <= 0 || bm <= 0)
+    return {id, false, "head_dim and block_m must be multiples of 16"};
+  const std::string opcode = k.traits.fp8 ? "QGMMA" : "HGMMA";
+  const std::string s_shape = "64x" + std::to_string(bm) + "x16", d_shape = "64x" + std::to_string(d) + "x16";
+  std::map<WgmmaKind, size_t> expected;
+  expected[WgmmaKind{opcode, s_shape, "SS"}] += 2 * static_cast<size_t>(d / 16);  // S^T, dP^T
+  expected[WgmmaKind{opcode, d_shape, "RS"}] += 2 * static_cast<size_t>(bm / 16);  // dV, dK
+  expected[WgmmaKind{opcode, d_shape, "SS"}] += 64 / 16;                            // dQ
+  size_t per_step = 0;
+  for (const auto& [kind, n] : expected) per_step += n;
+  auto summary = [](const std::map<WgmmaKind, size_t>& kinds) {
+    std::string s;
+    for (const auto& [kind, n] : kinds)
+      s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + kind.opcode + "." + kind.shape + " " + kind.operands;
+    return s.empty() ? std::string("none") : s;
+  };
+  const std::string wanted = "per step " + summary(expected) + " (S^T, dP^T: 2 x " + std::to_string(d / 16) +
+                             " SS; dV, dK: 2 x " + std::to_string(bm / 16) + " RS; dQ: 4 SS)";
+  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
+    return {id, false, "no loop holds a wgmma: the step loop was not found; expected " + wanted};
+  std::map<WgmmaKind, size_t> found;
+  for (const WgmmaGroup& g : k.mainloop->groups)
+    for (const auto& [kind, n] : g.kinds) found[kind] += n;
+  const size_t total = k.mainloop->loop.wgmma;
+  const size_t steps = total / per_step;
+  bool matches = total % per_step == 0 && steps > 0 && found.size() == expected.size();
+  for (const auto& [kind, n] : expected) {
+    const auto it = found.find(kind);
+    matches = matches && it != found.end() && it->second == n * steps;
+  }
+  const std::string seen = "the mainloop holds " + summary(found) + " in " +
+                           plural(k.mainloop->groups.size(), "group");
+  if (matches)
+    return {id, true,
+            seen + (steps == 1 ? std::string(": one step") : ": " + std::to_string(steps) + " steps") +
+                " of " + std::to_string(per_step) + ", as the config gives"};
+  return {id, false, seen + "; expected " + wanted + ": a GEMM is missing, split or of another shape"};
+}
+
 }  // namespace
 
 bool KernelReport::pass() const {
@@ -284,6 +374,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return setmaxreg(facts);
     case CheckId::TmaLoads:
       return tma_loads(facts);
+    case CheckId::TmaReduceAdd:
+      return tma_reduce_add(facts);
     case CheckId::WgmmaUsed:
       return wgmma_used(facts);
     case CheckId::WgmmaNotSerialized:
@@ -300,6 +392,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return uniform_operands(facts);
     case CheckId::HalfBlocks:
       return half_blocks(facts);
+    case CheckId::BwdGemms:
+      return bwd_gemms(facts);
   }
   return {id, false, "unknown check"};
 }

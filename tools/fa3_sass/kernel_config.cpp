@@ -19,6 +19,7 @@ const CheckInfo kChecks[] = {
     {CheckId::NoSpills, "no_spills", "no local-memory spills (LDL/STL, stack, local)"},
     {CheckId::SetMaxReg, "setmaxnreg", "setmaxnreg in the warp-specialized kernel (USETMAXREG)"},
     {CheckId::TmaLoads, "tma_loads", "TMA loads present (UTMALDG)"},
+    {CheckId::TmaReduceAdd, "tma_reduce_add", "dQ added into global memory by TMA reduce-adds (UTMAREDG.*.ADD)"},
     {CheckId::WgmmaUsed, "wgmma_used", "tensor cores through wgmma (HGMMA/QGMMA), not HMMA"},
     {CheckId::WgmmaNotSerialized, "wgmma_not_serialized", "wgmma not serialized (no wait after every HGMMA)"},
     {CheckId::UniformOperands, "uniform_operands",
@@ -32,6 +33,8 @@ const CheckInfo kChecks[] = {
      "2-CTA cluster: K/V loaded by TMA multicast, no GPU-scope MEMBAR in the mainloop"},
     {CheckId::HalfBlocks, "half_blocks",
      "half-width blocks: a QK^T group of N = block_n/2 and a PV group of block_n/32 k-steps"},
+    {CheckId::BwdGemms, "bwd_gemms",
+     "backward step: S^T, dP^T (SS, head_dim/16 k-steps), dV, dK (RS, block_m/16), dQ (SS, 4)"},
 };
 
 const CheckInfo& info(CheckId id) {
@@ -138,6 +141,59 @@ std::string option_text(const FwdConfig& c, const FwdOption& o) {
   return std::string(o.key) + "=" + value;
 }
 
+// What the name's tokens from `first` on spell, in any order: dtype, numbers, the registry's
+// options; the rest are kept as unknown tokens.
+void apply_tokens(KernelTraits& t, const std::vector<std::string>& tokens, size_t first) {
+  for (size_t i = first; i < tokens.size();) {
+    if (apply_dtype_or_number(t, tokens[i])) {
+      ++i;
+    } else if (const size_t taken = apply_option(t.options, tokens, i)) {
+      i += taken;
+    } else {
+      t.unknown_tokens.push_back(tokens[i++]);
+    }
+  }
+}
+
+// ---- backward names (src/kernels/bwd_config.h) -------------------------------------------
+
+struct RoleSuffix {
+  const char* suffix;
+  KernelRole role;
+};
+const RoleSuffix kBwdRoles[] = {{"_pre", KernelRole::Preprocess}, {"_post", KernelRole::Postprocess}};
+
+bool is_bwd_name(const std::string& name) { return name.rfind("fa3_bwd_", 0) == 0; }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() > suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A backward kernel, or one of its companions: the config from the main kernel's name (the
+// grammar of bwd_config.h), the role from the suffix. A name the grammar rejects (a fixture's,
+// say) gives what its tokens spell, and a note why the grammar rejected it.
+void read_bwd_name(KernelTraits& t, const std::string& name) {
+  const std::string main = main_kernel_name(name);
+  for (const RoleSuffix& r : kBwdRoles)
+    if (main != name && name == main + r.suffix) t.role = r.role;
+  const BwdNameParse parsed = parse_bwd_name(main.c_str());
+  if (!parsed.ok) {
+    apply_tokens(t, split(main, '_'), 2);
+    t.notes.push_back(std::string("not a backward name of bwd_config.h (") + parsed.error + ")");
+    return;
+  }
+  const BwdConfig& c = parsed.config;
+  t.dtype = c.dtype == DType::F16 ? "f16" : "bf16";
+  t.head_dim = c.head_dim;
+  t.block_m = c.block_m;
+  t.block_n = c.block_n;
+  t.stages = c.stages;
+  t.consumer_warpgroups = c.consumer_warpgroups;
+  t.options.causal = c.causal;
+  t.producer_regs = c.producer_regs();
+  t.consumer_regs = c.consumer_regs();
+}
+
 const FwdOption& loop_option() {
   for (const FwdOption& o : kFwdOptions)
     if (o.field == FwdField::Loop) return o;
@@ -153,6 +209,33 @@ std::optional<CheckId> check_from_name(const std::string& name) {
   for (const CheckInfo& c : kChecks)
     if (name == c.name) return c.id;
   return std::nullopt;
+}
+
+const char* to_string(KernelRole role) {
+  switch (role) {
+    case KernelRole::Main:
+      return "main";
+    case KernelRole::Preprocess:
+      return "pre";
+    case KernelRole::Postprocess:
+      return "post";
+  }
+  return "main";
+}
+
+std::string main_kernel_name(const std::string& function_name) {
+  if (!is_bwd_name(function_name)) return function_name;
+  for (const RoleSuffix& r : kBwdRoles)
+    if (ends_with(function_name, r.suffix))
+      return function_name.substr(0, function_name.size() - std::string(r.suffix).size());
+  return function_name;
+}
+
+std::vector<std::string> companion_kernels(const std::string& kernel_name) {
+  if (!is_bwd_name(kernel_name) || main_kernel_name(kernel_name) != kernel_name) return {};
+  std::vector<std::string> out;
+  for (const RoleSuffix& r : kBwdRoles) out.push_back(kernel_name + r.suffix);
+  return out;
 }
 
 const std::vector<CheckId>& all_checks() {
@@ -176,6 +259,10 @@ KernelTraits traits_from_name(const std::string& kernel_name) {
       t.warp_specialized = d.warp_specialized;
     }
   }
+  if (is_bwd_name(kernel_name)) {
+    read_bwd_name(t, kernel_name);
+    return t;
+  }
   const FwdNameParse parsed = parse_fwd_name(kernel_name.c_str());
   if (parsed.ok) {
     const FwdConfig& c = parsed.config;
@@ -188,37 +275,36 @@ KernelTraits traits_from_name(const std::string& kernel_name) {
     t.options = c;
     return t;
   }
-  for (size_t i = 2; i < tokens.size();) {
-    if (apply_dtype_or_number(t, tokens[i])) {
-      ++i;
-    } else if (const size_t taken = apply_option(t.options, tokens, i)) {
-      i += taken;
-    } else {
-      t.unknown_tokens.push_back(tokens[i++]);
-    }
-  }
+  apply_tokens(t, tokens, 2);
   return t;
 }
 
 std::vector<CheckId> checks_for(const KernelTraits& t) {
   // Rules, not a table of names: a kernel gets every check its traits call for.
   const FwdConfig& o = t.options;
+  // A backward cubin's _pre and _post kernels are plain (no producer, no wgmma): no spills only.
+  // The forward's loop options mean nothing to a backward kernel.
+  const bool main = t.role == KernelRole::Main;
+  const bool fwd = t.direction != "bwd";
+  const bool bwd = t.fa3_name && !fwd && main;
   const std::vector<std::pair<CheckId, bool>> rules = {
       {CheckId::NoSpills, true},
-      {CheckId::SetMaxReg, t.warp_specialized && o.warp_specialized()},
+      {CheckId::SetMaxReg, main && t.warp_specialized && o.warp_specialized()},
       // Without a producer warpgroup a consumer thread still loads with TMA.
-      {CheckId::TmaLoads, t.warp_specialized},
-      {CheckId::WgmmaUsed, t.matrix_kernel},
+      {CheckId::TmaLoads, main && t.warp_specialized},
+      {CheckId::TmaReduceAdd, bwd},
+      {CheckId::WgmmaUsed, main && t.matrix_kernel},
       // A kernel we know nothing about may still use wgmma; serialization is never wanted.
-      {CheckId::WgmmaNotSerialized, t.matrix_kernel || !t.fa3_name},
-      {CheckId::UniformOperands, t.matrix_kernel},
-      {CheckId::Fp8UsesQgmma, t.matrix_kernel && t.fp8},
+      {CheckId::WgmmaNotSerialized, (main && t.matrix_kernel) || !t.fa3_name},
+      {CheckId::UniformOperands, main && t.matrix_kernel},
+      {CheckId::Fp8UsesQgmma, main && t.matrix_kernel && t.fp8},
       // The B.2 layout for the loop built in B.2's order; the overlap itself for the other
       // pipelined loops (Algorithm 2 as written, two P buffers, Algorithm 4).
-      {CheckId::TwoStagePipeline, t.matrix_kernel && o.b2_order()},
-      {CheckId::GemmSoftmaxOverlap, t.matrix_kernel && o.overlap() && !o.b2_order()},
-      {CheckId::TmaMulticast, o.cluster_m > 1},
-      {CheckId::HalfBlocks, t.matrix_kernel && o.half_blocks},
+      {CheckId::TwoStagePipeline, fwd && t.matrix_kernel && o.b2_order()},
+      {CheckId::GemmSoftmaxOverlap, fwd && t.matrix_kernel && o.overlap() && !o.b2_order()},
+      {CheckId::TmaMulticast, fwd && o.cluster_m > 1},
+      {CheckId::HalfBlocks, fwd && t.matrix_kernel && o.half_blocks},
+      {CheckId::BwdGemms, bwd},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)
@@ -236,6 +322,10 @@ std::string describe(const KernelTraits& t) {
   for (const FwdOption& o : kFwdOptions)
     if (fwd_field_value(t.options, o.field) != o.spellings[0].value)
       s += ", " + option_text(t.options, o);
+  if (t.role == KernelRole::Main && t.producer_regs && t.consumer_regs)
+    s += ", setmaxnreg " + std::to_string(*t.producer_regs) + "/" + std::to_string(*t.consumer_regs);
+  if (t.role == KernelRole::Preprocess) s += ", its _pre kernel";
+  if (t.role == KernelRole::Postprocess) s += ", its _post kernel";
   if (!t.unknown_tokens.empty()) {
     s += ", unknown tokens:";
     for (const std::string& u : t.unknown_tokens) s += " " + u;

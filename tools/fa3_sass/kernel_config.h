@@ -2,7 +2,9 @@
 // says about its config. Names: fa3_<direction>_<dtype>_d<hdim>_m<bm>_n<bn>_s<stages>
 // _w<consumer warpgroups>[_<option>...]; the options are read with the forward kernels' token
 // registry (src/kernels/fwd_names.h, header-only: this tool never links libfa3). Tokens it
-// does not know are kept and reported, never an error.
+// does not know are kept and reported, never an error. Backward names are read with their
+// own grammar (src/kernels/bwd_config.h); a backward cubin also holds <name>_pre and
+// <name>_post, plain kernels that get the no-spill check only.
 #pragma once
 
 #include <map>
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bwd_config.h"
 #include "kernels/fwd_names.h"
 
 namespace fa3::sass {
@@ -19,6 +22,7 @@ enum class CheckId {
   NoSpills,            // no LDL/STL, no stack or local memory
   SetMaxReg,           // warp-specialized: USETMAXREG dealloc (producer) and alloc (consumers)
   TmaLoads,            // warp-specialized: the producer loads with UTMALDG
+  TmaReduceAdd,        // backward main kernel: dQ added into global memory with UTMAREDG.*.ADD
   WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
   WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
   UniformOperands,     // matrix kernels: no wgmma descriptor computed per thread in the mainloop
@@ -27,11 +31,16 @@ enum class CheckId {
   GemmSoftmaxOverlap,  // other pipelined kernels: softmax math runs under an in-flight GEMM
   TmaMulticast,        // cluster kernels: multicast loads, no GPU-scope fence in the mainloop
   HalfBlocks,          // _hb kernels: half-width QK^T and PV groups are compiled in
+  BwdGemms,            // backward main kernel: the step loop's wgmmas are the config's 5 GEMMs
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
 std::optional<CheckId> check_from_name(const std::string& name);
 const std::vector<CheckId>& all_checks();
+
+// Which kernel of its cubin a function is: a backward call runs <name>_pre, <name>, <name>_post.
+enum class KernelRole { Main, Preprocess, Postprocess };
+const char* to_string(KernelRole role);  // "main", "pre", "post"
 
 struct KernelTraits {
   bool fa3_name = false;  // "fa3_<direction>_..."
@@ -47,11 +56,21 @@ struct KernelTraits {
   bool warp_specialized = false;  // the direction has a producer warpgroup (options.producer
                                   // may still take it away: _nows)
   bool fp8 = false;
+  KernelRole role = KernelRole::Main;  // _pre / _post of a backward name
+  // The registers setmaxnreg gives the producer warpgroup (dec) and the consumers (inc), where
+  // the config fixes them (backward: BwdConfig::producer_regs / consumer_regs).
+  std::optional<int> producer_regs, consumer_regs;
   std::vector<std::string> unknown_tokens;
   std::vector<std::string> notes;  // where a trait came from when not from the name
 };
 
 KernelTraits traits_from_name(const std::string& kernel_name);
+// The kernel a companion function belongs to: "fa3_bwd_..._w2" for "fa3_bwd_..._w2_pre" and
+// "_post"; any other name is its own.
+std::string main_kernel_name(const std::string& function_name);
+// The functions of a kernel's cubin that fa3-sass inspects besides the kernel itself: a
+// backward kernel's <name>_pre and <name>_post; none for the others.
+std::vector<std::string> companion_kernels(const std::string& kernel_name);
 std::vector<CheckId> checks_for(const KernelTraits& traits);
 // "fwd bf16 d128 m128 n128 s2 w2, loop=pipelined, pingpong, causal" (or "not an fa3 kernel
 // name").

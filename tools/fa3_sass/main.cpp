@@ -34,7 +34,9 @@ const char kUsage[] =
     "\n"
     "Disassembles fa3 kernels and checks their SASS: spills, setmaxnreg, TMA, wgmma use and\n"
     "serialization, fp8 QGMMA, the GEMM-softmax overlap (the 2-stage pipelining pattern of the\n"
-    "paper's Appendix B.2 for _b2 kernels), and TMA multicast in 2-CTA cluster kernels.\n"
+    "paper's Appendix B.2 for _b2 kernels), and TMA multicast in 2-CTA cluster kernels; for\n"
+    "backward kernels (fa3_bwd_*) the setmaxnreg counts, the dQ TMA reduce-adds and the five\n"
+    "GEMMs of a step, and no spills in their _pre and _post kernels (selected with them).\n"
     "\n"
     "inputs (repeatable; default: --lib with the libfa3.so next to this program)\n"
     "  --lib FILE     a libfa3.so: its embedded kernel cubins\n"
@@ -110,6 +112,11 @@ bool selected(const std::string& name, const std::vector<std::string>& globs) {
   for (const std::string& g : globs)
     if (::fnmatch(g.c_str(), name.c_str(), 0) == 0) return true;
   return false;
+}
+
+// A backward kernel's _pre and _post functions go with it: selecting the kernel selects them.
+bool function_selected(const std::string& function, const std::vector<std::string>& globs) {
+  return selected(function, globs) || selected(main_kernel_name(function), globs);
 }
 
 // Every glob must match something: a typo should not silently check nothing.
@@ -216,8 +223,14 @@ void add_library(Inputs& in, const std::string& path, const Options& o) {
     if (!text) throw InputError{error};
     in.source.disassembler = d.program();
     in.disassembled.emplace_back(name, *text);
-    for (SassFunction& f : functions_with_code(parse_sass_text(*text)))
-      if (f.name == name) in.functions.push_back(std::move(f));
+    // The kernel, then the functions of its cubin that go with it (a backward kernel's _pre
+    // and _post), whatever order the disassembler lists them in.
+    std::vector<SassFunction> functions = functions_with_code(parse_sass_text(*text));
+    std::vector<std::string> wanted = {name};
+    for (const std::string& c : companion_kernels(name)) wanted.push_back(c);
+    for (const std::string& w : wanted)
+      for (SassFunction& f : functions)
+        if (f.name == w) in.functions.push_back(std::move(f));
   }
 }
 
@@ -250,7 +263,7 @@ std::vector<KernelReport> analyze(const Inputs& in, const Options& o) {
   }
   std::vector<KernelReport> reports;
   for (const SassFunction& f : in.functions) {
-    if (!selected(f.name, o.globs)) continue;
+    if (!function_selected(f.name, o.globs)) continue;
     KernelTraits traits = traits_from_name(f.name);
     if (auto it = table.find(f.name); it != table.end()) apply_table_flags(traits, it->second);
     reports.push_back(analyze_kernel(f, traits));
@@ -283,7 +296,7 @@ int run(int argc, char** argv) {
   const Inputs in = gather_inputs(o);
   if (o.list) {
     for (const SassFunction& f : in.functions)
-      if (selected(f.name, o.globs)) std::cout << f.name << "\n";
+      if (function_selected(f.name, o.globs)) std::cout << f.name << "\n";
     return kExitPass;
   }
   if (!o.dump_dir.empty()) dump_sass(in, o.dump_dir);

@@ -57,7 +57,9 @@ std::string mix_lines(const InstructionMix& m) {
     << m.wgmma_wait;
   s << "\n"
     << pad("", 13) << "BAR.SYNC " << m.bar_sync << "  BAR.ARV " << m.bar_arv << "  SYNCS " << m.syncs
-    << "  UTMALDG " << m.utmaldg << "  UTMASTG " << m.utmastg << "  USETMAXREG " << m.usetmaxreg_dealloc
+    << "  UTMALDG " << m.utmaldg << "  UTMASTG " << m.utmastg;
+  if (m.utmaredg) s << "  UTMAREDG " << m.utmaredg;
+  s << "  USETMAXREG " << m.usetmaxreg_dealloc
     << " dealloc/" << m.usetmaxreg_alloc << " alloc  LDL " << m.ldl << "  STL " << m.stl;
   return s.str();
 }
@@ -204,6 +206,9 @@ Json config_json(const KernelTraits& t) {
               {"pingpong", t.options.pingpong},
               {"warp_specialized", t.warp_specialized && t.options.warp_specialized()},
               {"fp8", t.fp8},
+              {"role", to_string(t.role)},
+              {"producer_regs", optional_int(t.producer_regs)},
+              {"consumer_regs", optional_int(t.consumer_regs)},
               {"options", options_json(t.options)},
               {"unknown_tokens", t.unknown_tokens},
               {"notes", t.notes}};
@@ -241,6 +246,7 @@ Json mix_json(const InstructionMix& m) {
               {"syncs", m.syncs},
               {"utmaldg", m.utmaldg},
               {"utmastg", m.utmastg},
+              {"utmaredg", m.utmaredg},
               {"usetmaxreg_dealloc", m.usetmaxreg_dealloc},
               {"usetmaxreg_alloc", m.usetmaxreg_alloc},
               {"ldl", m.ldl},

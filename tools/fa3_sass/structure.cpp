@@ -18,6 +18,15 @@ int pending_groups(const Instruction& wait) {
   return static_cast<int>(std::strtol(wait.operands.back().c_str(), nullptr, 0));
 }
 
+// 0x18 or 24; nullopt for anything else (a register, a predicate).
+std::optional<int> immediate(const std::string& operand) {
+  if (operand.empty() || operand[0] < '0' || operand[0] > '9') return std::nullopt;
+  char* end = nullptr;
+  const long v = std::strtol(operand.c_str(), &end, 0);
+  if (end == nullptr || *end != '\0' || v < 0 || v > 1 << 16) return std::nullopt;
+  return static_cast<int>(v);
+}
+
 bool is_register(const std::string& operand) {
   return operand.size() > 1 && operand[0] == 'R' && operand[1] >= '0' && operand[1] <= '9';
 }
@@ -81,14 +90,22 @@ InstructionMix count_mix(const SassFunction& f) {
         m.utmaldg += in.base() == "UTMALDG";
         m.utmaldg_multicast += in.base() == "UTMALDG" && op.find(".MULTICAST") != std::string::npos;
         m.utmastg += in.base() == "UTMASTG";
+        m.utmaredg += in.base() == "UTMAREDG";
+        m.utmaredg_add += in.base() == "UTMAREDG" && op.find(".ADD") != std::string::npos;
         break;
       case InstrClass::LocalMemory:
         (in.base() == "LDL" ? m.ldl : m.stl)++;
         break;
       case InstrClass::SetMaxReg:
-        // USETMAXREG.DEALLOC.CTAPOOL (setmaxnreg.dec, producer) vs .TRY_ALLOC (setmaxnreg.inc).
-        (op.find(".DEALLOC") != std::string::npos ? m.usetmaxreg_dealloc : m.usetmaxreg_alloc)++;
+      {
+        // USETMAXREG.DEALLOC.CTAPOOL 0x18 (setmaxnreg.dec, producer) vs
+        // USETMAXREG.TRY_ALLOC.CTAPOOL UP0, 0xf0 (setmaxnreg.inc): the count is the last operand.
+        const bool dealloc = op.find(".DEALLOC") != std::string::npos;
+        (dealloc ? m.usetmaxreg_dealloc : m.usetmaxreg_alloc)++;
+        if (const std::optional<int> regs = immediate(in.operands.empty() ? "" : in.operands.back()))
+          (dealloc ? m.usetmaxreg_dealloc_regs : m.usetmaxreg_alloc_regs).push_back(*regs);
         break;
+      }
       default:
         break;
     }

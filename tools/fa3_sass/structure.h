@@ -35,7 +35,11 @@ struct InstructionMix {
   size_t bar_sync = 0, bar_arv = 0, syncs = 0;
   size_t utmaldg = 0, utmastg = 0;
   size_t utmaldg_multicast = 0;  // UTMALDG.*.MULTICAST: one load into several CTAs of a cluster
+  size_t utmaredg = 0;           // UTMAREDG: TMA reduce into global memory (cp.reduce.async.bulk.tensor)
+  size_t utmaredg_add = 0;       // of those, UTMAREDG.*.ADD (.add)
   size_t usetmaxreg_dealloc = 0, usetmaxreg_alloc = 0;
+  // The register counts they set (their immediate), in program order; none when not an immediate.
+  std::vector<int> usetmaxreg_dealloc_regs, usetmaxreg_alloc_regs;
   size_t ldl = 0, stl = 0;
 };
 InstructionMix count_mix(const SassFunction& f);

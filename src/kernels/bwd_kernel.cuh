@@ -1,0 +1,420 @@
+// FlashAttention-3 backward (paper Algorithm 3), warp-specialized.
+//
+// One CTA owns block_n = 128 keys of one (batch, K/V head): their K_j and V_j are loaded once,
+// and dK_j, dV_j stay in registers while the CTA walks every query block of every query head
+// of the K/V head's group (GQA/MQA: the group's sum needs no atomics and no copy of K/V).
+//   warpgroup 0, warp 0   the producer: K_j and V_j, then Q_i, dO_i (TMA) and LSE_i, D_i (bulk
+//                         copies) of each step into an s-stage pipeline (lines 4-12)
+//   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
+//                         of the workspace with bulk tensor reduce-adds from shared memory
+//                         (line 33); in deterministic mode after the K/V block before it
+//   warpgroups 1..2       consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T (SS-wgmma,
+//                         keys as M, so that P^T and dS^T come out in the accumulator layout
+//                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
+//                         dV += P^T dO and dK += dS^T Q (RS-wgmma), dS^T to shared memory and
+//                         dQ_i part = dS K (SS-wgmma with a transposed A).
+// Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
+// LSE in log2 units, the dQ accumulator and semaphores zeroed; line 2) and _post (dQ scaled
+// and converted; line 38).
+#pragma once
+
+#include <math.h>
+#include <stdint.h>
+
+#include <type_traits>
+
+#include "kernels/bwd_config.h"
+#include "kernels/bwd_params.h"
+#include "ptx/barrier.cuh"
+#include "ptx/bulk.cuh"
+#include "ptx/math.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/regs.cuh"
+#include "ptx/semaphore.cuh"
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "tile/element.cuh"
+#include "tile/fragment.cuh"
+#include "tile/gemm.cuh"
+#include "tile/pipeline.cuh"
+#include "tile/smem_copy.cuh"
+#include "tile/smem_tile.cuh"
+
+namespace fa3 {
+
+// Named barrier ids of the backward kernel (0 is __syncthreads).
+enum BwdBarrier : uint32_t {
+  kBwdBarrierDsBase = 1,  // + consumer warpgroup: its dS^T tile is in shared memory
+};
+
+template <class C>
+struct BwdTraits {
+  static constexpr BwdConfig kCfg = C::value;
+  static_assert(bwd_config_is_valid(kCfg), "invalid backward config");
+  static constexpr bool kIsBF16 = kCfg.dtype == DType::BF16;
+  using Elem = std::conditional_t<kIsBF16, tile::bf16, tile::f16>;
+  static constexpr ptx::MmaType kMma = Elem::kMma;
+  static constexpr int kHeadDim = kCfg.head_dim;
+  static constexpr int kBlockM = kCfg.block_m;
+  static constexpr int kBlockN = kCfg.block_n;
+  static constexpr int kStages = kCfg.stages;
+  static constexpr int kConsumers = kCfg.consumer_warpgroups;
+  static constexpr bool kCausal = kCfg.causal;
+  static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
+  using KVTile = tile::SmemTile<Elem, 64, kHeadDim>;       // a warpgroup's 64 keys of K or V
+  using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
+  using DsTile = tile::SmemTile<Elem, 64, kBlockM>;        // dS^T: 64 keys x block_m queries
+  using DqTile = tile::SmemTile<tile::f32, kBlockM, kHeadDim>;  // a dQ_i part, fp32
+  using Pipe = tile::TmaPipeline<kStages>;
+  static_assert(KVTile::kBytes == 64u * kHeadDim * 2 && QTile::kBytes == kSmem.qdo_stage_bytes &&
+                    DsTile::kBytes == kSmem.ds_bytes && DqTile::kBytes == kSmem.dq_bytes,
+                "tiles and the shared-memory plan agree");
+  static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
+  static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
+  static constexpr int kProducerRegs = kCfg.producer_regs();
+  static constexpr int kConsumerRegs = kCfg.consumer_regs();
+};
+
+// Shared-memory addresses of one backward CTA.
+template <class Tr>
+struct BwdSmem {
+  uint32_t k, v, q, dout, stats, ds, dq;
+  uint32_t kv_full, dq_full, dq_empty;
+  typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
+
+  __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
+    k = base + Tr::kSmem.k_offset;
+    v = base + Tr::kSmem.v_offset;
+    q = base + Tr::kSmem.q_offset;
+    dout = base + Tr::kSmem.do_offset;
+    stats = base + Tr::kSmem.stats_offset;
+    ds = base + Tr::kSmem.ds_offset;
+    dq = base + Tr::kSmem.dq_offset;
+    const uint32_t bars = base + Tr::kSmem.barrier_offset;
+    kv_full = bars;
+    pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
+    dq_full = bars + 8 + 16 * Tr::kStages;
+    dq_empty = dq_full + 8 * Tr::kConsumers;
+  }
+  __device__ __forceinline__ uint32_t k_tile(int wg) const { return k + wg * Tr::KVTile::kBytes; }
+  __device__ __forceinline__ uint32_t v_tile(int wg) const { return v + wg * Tr::KVTile::kBytes; }
+  __device__ __forceinline__ uint32_t q_stage(uint32_t s) const { return q + s * Tr::QTile::kBytes; }
+  __device__ __forceinline__ uint32_t do_stage(uint32_t s) const {
+    return dout + s * Tr::QTile::kBytes;
+  }
+  // LSE_i * log2(e), then D_i: block_m floats each.
+  __device__ __forceinline__ uint32_t lse_stage(uint32_t s) const {
+    return stats + s * Tr::kSmem.stats_stage_bytes;
+  }
+  __device__ __forceinline__ uint32_t dpsum_stage(uint32_t s) const {
+    return lse_stage(s) + Tr::kBlockM * 4;
+  }
+  __device__ __forceinline__ uint32_t ds_tile(int wg) const { return ds + wg * Tr::DsTile::kBytes; }
+  __device__ __forceinline__ uint32_t dq_tile(int wg) const { return dq + wg * Tr::DqTile::kBytes; }
+  __device__ __forceinline__ uint32_t dq_full_bar(int wg) const { return dq_full + 8 * wg; }
+  __device__ __forceinline__ uint32_t dq_empty_bar(int wg) const { return dq_empty + 8 * wg; }
+};
+
+// The CTA's work: K/V block n_block of (batch, kv_head), and the query blocks
+// [m_begin, num_m_blocks) of each of the group's query heads that see any of its keys.
+template <class Tr>
+struct BwdWork {
+  int n_block, kv_head, batch, m_begin;
+
+  __device__ __forceinline__ explicit BwdWork(const BwdParams& p)
+      : n_block(static_cast<int>(blockIdx.x)), kv_head(static_cast<int>(blockIdx.y)),
+        batch(static_cast<int>(blockIdx.z)), m_begin(0) {
+    if (Tr::kCausal) {
+      // Bottom-right aligned: query q sees key j when j <= q + seqlen_k - seqlen_q; the
+      // block's first key is seen from query n_block * block_n - (seqlen_k - seqlen_q) on.
+      const int first_query = n_block * Tr::kBlockN - p.seqlen_k + p.seqlen_q;
+      m_begin = first_query <= 0 ? 0 : first_query / Tr::kBlockM;
+    }
+  }
+  // The steps in order: head g of the group (outer), query block m (inner).
+  __device__ __forceinline__ int steps(const BwdParams& p) const {
+    const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
+    return per_head * p.heads_per_kv_head;
+  }
+  __device__ __forceinline__ void step(const BwdParams& p, int t, int* head, int* m_block) const {
+    const int per_head = p.num_m_blocks - m_begin;
+    *head = kv_head * p.heads_per_kv_head + t / per_head;
+    *m_block = m_begin + t % per_head;
+  }
+};
+
+// Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
+template <class Tr>
+__device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                             const BwdWork<Tr>& w) {
+  ptx::prefetch_tensormap(&p.tma_q);
+  ptx::prefetch_tensormap(&p.tma_k);
+  ptx::prefetch_tensormap(&p.tma_v);
+  ptx::prefetch_tensormap(&p.tma_do);
+  ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
+  for (int wg = 0; wg < Tr::kConsumers; ++wg)
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c) {
+      const int row = w.n_block * Tr::kBlockN + 64 * wg;
+      ptx::tma_load_4d(sm.k_tile(wg) + c * Tr::KVTile::kChunkBytes, &p.tma_k, sm.kv_full, c * 64,
+                       row, w.kv_head, w.batch);
+      ptx::tma_load_4d(sm.v_tile(wg) + c * Tr::KVTile::kChunkBytes, &p.tma_v, sm.kv_full, c * 64,
+                       row, w.kv_head, w.batch);
+    }
+  tile::PipelineState<Tr::kStages> st;
+  const int steps = w.steps(p);
+  for (int t = 0; t < steps; ++t) {
+    int head, m_block;
+    w.step(p, t, &head, &m_block);
+    sm.pipe.producer_acquire(st);
+    const uint32_t full =
+        sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
+    for (int c = 0; c < Tr::QTile::kChunks; ++c) {
+      ptx::tma_load_4d(sm.q_stage(st.index) + c * Tr::QTile::kChunkBytes, &p.tma_q, full, c * 64,
+                       m_block * Tr::kBlockM, head, w.batch);
+      ptx::tma_load_4d(sm.do_stage(st.index) + c * Tr::QTile::kChunkBytes, &p.tma_do, full,
+                       c * 64, m_block * Tr::kBlockM, head, w.batch);
+    }
+    const int64_t row0 =
+        (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
+    ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
+    ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, full);
+    st.advance();
+  }
+}
+
+// Line 33: each step's dQ_i parts (one per consumer warpgroup, in shared memory) added into
+// the workspace's fp32 accumulator by bulk tensor reduce-adds (one thread). Deterministic: a
+// query block's adds wait until the K/V blocks before this one have made theirs (a counter
+// per (batch, head, query block) that each CTA raises once its adds are complete), and the
+// two warpgroups' parts go in warpgroup order, so every dQ element is summed in one order.
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                              const BwdWork<Tr>& w) {
+  ptx::prefetch_tensormap(&p.tma_dq_accum);
+  const int steps = w.steps(p);
+  for (int t = 0; t < steps; ++t) {
+    int head, m_block;
+    w.step(p, t, &head, &m_block);
+    int32_t* semaphore = nullptr;
+    if (p.deterministic) {
+      semaphore = p.dq_semaphore +
+                  (static_cast<int64_t>(w.batch) * p.heads + head) * p.num_m_blocks + m_block;
+      // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
+      // (causal: a block's first query block never decreases with the block), so this one's
+      // turn is its index.
+      while (ptx::ld_acquire_gpu(semaphore) != w.n_block) {
+      }
+    }
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+      tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
+      for (int c = 0; c < Tr::DqTile::kChunks; ++c)
+        ptx::tma_reduce_add_4d(&p.tma_dq_accum, sm.dq_tile(wg) + c * Tr::DqTile::kChunkBytes,
+                               c * Tr::DqTile::kChunkCols, m_block * Tr::kBlockM, head, w.batch);
+      ptx::bulk_commit_group();
+    }
+    if (p.deterministic) {
+      // The adds must be complete in global memory, not only have read shared memory, before
+      // the next K/V block's CTA may add.
+      ptx::bulk_wait_group<0>();
+      ptx::fence_proxy_async_global();
+      ptx::red_add_release_gpu(semaphore, 1);
+    } else {
+      ptx::bulk_wait_group_read<0>();
+    }
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
+  }
+  ptx::bulk_wait_group<0>();
+}
+
+// Lines 13-37 for consumer warpgroup wg (keys [n_block * block_n + 64 wg, + 64)).
+template <class Tr>
+__device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                             const BwdWork<Tr>& w, int wg) {
+  const int t_wg = static_cast<int>(threadIdx.x % 128);
+  const int lane = t_wg % 32;
+  const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
+  float dk[Tr::kAcc], dv[Tr::kAcc];
+  tile::fill(dk, 0.0f);
+  tile::fill(dv, 0.0f);
+  tile::mbarrier_wait(sm.kv_full, 0);
+  tile::PipelineState<Tr::kStages> st;
+  const int steps = w.steps(p);
+  for (int t = 0; t < steps; ++t) {
+    int head, m_block;
+    w.step(p, t, &head, &m_block);
+    sm.pipe.consumer_wait(st);  // lines 16-17
+    // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
+    float s[Tr::kSAcc], dp[Tr::kSAcc];
+    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
+        s, sm.k_tile(wg), 0, sm.q_stage(st.index));
+    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
+        dp, sm.v_tile(wg), 0, sm.do_stage(st.index));
+    ptx::wgmma_wait_group<1>();
+    tile::pin_registers(s);
+    // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k);
+    // rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
+    const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
+#pragma unroll
+    for (int e = 0; e < Tr::kSAcc; ++e) {
+      const int key = key0 + tile::AccLayout::row(t_wg, e);
+      const int col = tile::AccLayout::col(t_wg, e);
+      const int query = m_block * Tr::kBlockM + col;
+      const bool masked =
+          key >= p.seqlen_k || (Tr::kCausal && key > query + p.seqlen_k - p.seqlen_q);
+      const float l = __uint_as_float(ptx::ld_shared_u32(lse + 4 * col));
+      s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -l));
+    }
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dp);
+    // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
+#pragma unroll
+    for (int e = 0; e < Tr::kSAcc; ++e) {
+      const int col = tile::AccLayout::col(t_wg, e);
+      const float d = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * col));
+      dp[e] = s[e] * (dp[e] - d);
+    }
+    // Lines 23-24: dV_j += P^T dO_i and dK_j += dS^T Q_i (A from registers).
+    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(dp, ds_frag);
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
+    // Line 25 (dS to shared memory): the warpgroup's dS^T tile, read by its dQ GEMM. The
+    // previous step's dQ GEMM, the tile's last reader, completed at that step's last wait.
+    tile::warpgroup_store_acc<typename Tr::DsTile, Tr::kBlockM>(dp, sm.ds_tile(wg), 0, 0, t_wg);
+    ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
+    ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dv);
+    tile::pin_registers(dk);
+    // Line 26: this warpgroup's part of dQ_i = dS K_j (its 64 keys).
+    float dq[Tr::kAcc];
+    tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
+        dq, sm.ds_tile(wg), 0, sm.k_tile(wg), tile::Accumulate::No);
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dq);
+    // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
+    if (lane == 0) sm.pipe.consumer_release(st);
+    // Lines 27-33: the part to shared memory for the dQ writer, once it has read the last.
+    tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
+    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kHeadDim>(dq, sm.dq_tile(wg), 0, 0, t_wg);
+    ptx::fence_proxy_async_shared();
+    ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+    st.advance();
+  }
+  // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
+  // query sees (causal) get zeros.
+#pragma unroll
+  for (int e = 0; e < Tr::kAcc; e += 2) {
+    const int key = key0 + tile::AccLayout::row(t_wg, e);
+    if (key >= p.seqlen_k) continue;
+    const int col = tile::AccLayout::col(t_wg, e);
+    const int64_t k_at = w.batch * p.dk_stride[0] + key * p.dk_stride[1] +
+                         w.kv_head * p.dk_stride[2] + col;
+    const int64_t v_at = w.batch * p.dv_stride[0] + key * p.dv_stride[1] +
+                         w.kv_head * p.dv_stride[2] + col;
+    const uint32_t k_pair = Tr::kIsBF16 ? ptx::pack_bf16x2(dk[e] * p.scale, dk[e + 1] * p.scale)
+                                        : ptx::pack_f16x2(dk[e] * p.scale, dk[e + 1] * p.scale);
+    const uint32_t v_pair = Tr::kIsBF16 ? ptx::pack_bf16x2(dv[e], dv[e + 1])
+                                        : ptx::pack_f16x2(dv[e], dv[e + 1]);
+    *reinterpret_cast<uint32_t*>(p.dk + k_at) = k_pair;
+    *reinterpret_cast<uint32_t*>(p.dv + v_at) = v_pair;
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
+  using Tr = BwdTraits<C>;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
+  const BwdSmem<Tr> sm(base);
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(sm.kv_full, 1);
+    sm.pipe.init(4 * Tr::kConsumers);
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+      ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
+      ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+  const BwdWork<Tr> w(p);
+  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  if (warpgroup == 0) {
+    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+    if (threadIdx.x == 0) bwd_producer<Tr>(p, sm, w);
+    if (threadIdx.x == 32) bwd_dq_writer<Tr>(p, sm, w);
+  } else {
+    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+    bwd_consumer<Tr>(p, sm, w, warpgroup - 1);
+  }
+}
+
+// A 16-bit value of the kernel's dtype as a float.
+template <class Tr>
+__device__ __forceinline__ float to_f32(uint32_t bits) {
+  return Tr::kIsBF16 ? ptx::bf16_to_f32(static_cast<uint16_t>(bits))
+                     : ptx::f16_to_f32(static_cast<uint16_t>(bits));
+}
+
+// Line 2, and what the main kernel's loads need: for the block_m rows of blockIdx.x of (head
+// blockIdx.y, batch blockIdx.z): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
+// seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
+// zeroed and (deterministic) the query block's counter reset. 128 threads, 16 rows a warp.
+template <class C>
+__device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
+  using Tr = BwdTraits<C>;
+  const int m_block = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
+  for (int r = 0; r < Tr::kBlockM / 4; ++r) {
+    const int row = m_block * Tr::kBlockM + warp * (Tr::kBlockM / 4) + r;
+    float sum = 0.0f;
+    if (row < p.seqlen_q) {
+      const uint16_t* o = p.o + batch * p.o_stride[0] + row * p.o_stride[1] + head * p.o_stride[2];
+      const uint16_t* dout =
+          p.dout + batch * p.do_stride[0] + row * p.do_stride[1] + head * p.do_stride[2];
+      for (int c = 2 * lane; c < Tr::kHeadDim; c += 64) {
+        const uint32_t o2 = *reinterpret_cast<const uint32_t*>(o + c);
+        const uint32_t d2 = *reinterpret_cast<const uint32_t*>(dout + c);
+        sum += to_f32<Tr>(o2 & 0xffffu) * to_f32<Tr>(d2 & 0xffffu) +
+               to_f32<Tr>(o2 >> 16) * to_f32<Tr>(d2 >> 16);
+      }
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+    if (lane == 0) {
+      const float lse = row < p.seqlen_q ? p.lse[bh * p.seqlen_q + row] : -INFINITY;
+      p.dpsum[bh * p.seqlen_q_rounded + row] = sum;
+      p.lse_log2[bh * p.seqlen_q_rounded + row] =
+          lse == -INFINITY ? INFINITY : lse * 1.4426950408889634f;
+    }
+  }
+  float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
+                                                          m_block * Tr::kBlockM) * Tr::kHeadDim);
+  for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += blockDim.x)
+    accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  if (p.deterministic && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
+}
+
+// Line 38: dQ = scale * the accumulator, converted to the dtype, for the block_m rows of
+// blockIdx.x of (head blockIdx.y, batch blockIdx.z). 128 threads.
+template <class C>
+__device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
+  using Tr = BwdTraits<C>;
+  const int m_block = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
+  const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
+  constexpr int kPairs = Tr::kHeadDim / 2;
+  for (int i = threadIdx.x; i < Tr::kBlockM * kPairs; i += blockDim.x) {
+    const int row = m_block * Tr::kBlockM + i / kPairs, col = 2 * (i % kPairs);
+    if (row >= p.seqlen_q) continue;
+    const float2 a = *reinterpret_cast<const float2*>(
+        p.dq_accum + (bh * p.seqlen_q_rounded + row) * Tr::kHeadDim + col);
+    const uint32_t pair = Tr::kIsBF16 ? ptx::pack_bf16x2(a.x * p.scale, a.y * p.scale)
+                                      : ptx::pack_f16x2(a.x * p.scale, a.y * p.scale);
+    *reinterpret_cast<uint32_t*>(p.dq + batch * p.dq_stride[0] + row * p.dq_stride[1] +
+                                 head * p.dq_stride[2] + col) = pair;
+  }
+}
+
+}  // namespace fa3

@@ -1,0 +1,44 @@
+// The backward kernels' parameter block, written by the host runtime and passed by value as a
+// __grid_constant__ kernel parameter (the tensor maps must live in parameter space for TMA).
+#pragma once
+
+#include <stdint.h>
+
+#include "kernels/fast_divisor.h"
+#include "kernels/fwd_params.h"
+
+namespace fa3 {
+
+struct BwdParams {
+  // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle, boxes of
+  // 64 columns x 64 rows.
+  TensorMapBytes tma_q, tma_k, tma_v, tma_do;
+  // The fp32 dQ accumulator of the workspace as a 4-D map over (head_dim, seqlen_q_rounded,
+  // heads, batch), boxes of 32 columns (128 bytes) x 64 rows, 128B swizzle: the dQ writer's
+  // reduce-adds.
+  TensorMapBytes tma_dq_accum;
+  // The caller's O and dO (preprocess), and the outputs: 16-bit, strides in elements.
+  const uint16_t* o;
+  const uint16_t* dout;
+  uint16_t* dq;
+  uint16_t* dk;
+  uint16_t* dv;
+  int64_t o_stride[3], do_stride[3], dq_stride[3], dk_stride[3], dv_stride[3];  // b, s, h
+  const float* lse;  // the forward's (batch, heads, seqlen_q), natural log
+  // Workspace (fp32), each (batch, heads, seqlen_q_rounded[, head_dim]): LSE * log2(e) (+inf
+  // for rows past seqlen_q and rows that saw no key, so that their P is 0), D = rowsum(dO * O),
+  // the dQ accumulator; and (deterministic) one counter per (batch, head, query block).
+  float* lse_log2;
+  float* dpsum;
+  float* dq_accum;
+  int32_t* dq_semaphore;
+  int32_t seqlen_q, seqlen_k, seqlen_q_rounded;
+  int32_t heads, heads_kv, batch;
+  int32_t heads_per_kv_head;
+  int32_t num_m_blocks, num_n_blocks;
+  float scale;       // softmax_scale
+  float scale_log2;  // softmax_scale * log2(e)
+  int32_t deterministic;
+};
+
+}  // namespace fa3

@@ -1,0 +1,169 @@
+#include "runtime/backward_launch.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "runtime/forward_launch.h"
+
+namespace fa3 {
+
+namespace {
+
+// The workspace's fp32 dQ accumulator as a 4-D map over (head_dim, seqlen_q_rounded, heads,
+// batch), packed, boxes of 32 columns (128 bytes) x 64 rows with the 128B swizzle: the
+// layout of the kernel's fp32 dQ tiles in shared memory, which it reduce-adds box by box.
+Error encode_dq_accum_map(const Driver& d, const BackwardProblem& prob, int64_t rows,
+                          CUdeviceptr accum, TensorMapBytes* out) {
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(prob.head_dim), static_cast<cuuint64_t>(rows),
+                              static_cast<cuuint64_t>(prob.heads),
+                              static_cast<cuuint64_t>(prob.batch)};
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(prob.head_dim) * 4;
+  const cuuint64_t strides[3] = {row_bytes, row_bytes * static_cast<cuuint64_t>(rows),
+                                 row_bytes * static_cast<cuuint64_t>(rows) *
+                                     static_cast<cuuint64_t>(prob.heads)};
+  const cuuint32_t box[4] = {32, 64, 1, 1};
+  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
+  CUtensorMap map;
+  const CUresult r = d.tensor_map_encode_tiled(
+      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, reinterpret_cast<void*>(accum), dims, strides, box,
+      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return make_error(FA3_ERR_INTERNAL, std::string("the driver rejected the TMA tensor map of "
+                                                    "the workspace's dQ accumulator "
+                                                    "(cuTensorMapEncodeTiled: ") +
+                                            d.describe(r) + ")");
+  std::memcpy(out, &map, sizeof map);
+  return Error::ok();
+}
+
+void copy_strides(const fa3_tensor& t, int64_t out[3]) {
+  out[0] = t.stride_batch;
+  out[1] = t.stride_seq;
+  out[2] = t.stride_head;
+}
+
+// A grid's y and z (heads, batch) are at most 65535 blocks.
+Error check_grid_yz(const KernelInfo& kernel, const char* y_name, int64_t y, int64_t z) {
+  constexpr int64_t kMaxYZ = 65535;
+  if (y > kMaxYZ)
+    return make_error(FA3_ERR_UNSUPPORTED, std::string(y_name) + " = " + std::to_string(y) +
+                                               " exceeds the 65535 a backward call (" +
+                                               kernel.name + ") supports");
+  if (z > kMaxYZ)
+    return make_error(FA3_ERR_UNSUPPORTED, "q->batch = " + std::to_string(z) +
+                                               " exceeds the 65535 a backward call (" +
+                                               kernel.name + ") supports");
+  return Error::ok();
+}
+
+}  // namespace
+
+Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
+                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                            const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
+                            const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+                            CUdeviceptr workspace, BwdParams* params, BackwardGrids* grids) {
+  const BwdConfig& c = kernel.bwd;
+  Error e = check_grid_yz(kernel, "q->heads", prob.heads, prob.batch);
+  if (e.failed()) return e;
+  const BackwardWorkspace ws = backward_workspace(prob);
+  const int64_t rows = (prob.seqlen_q + c.block_m - 1) / c.block_m * c.block_m;
+  // The workspace's layout rounds to kWorkspaceRowBlock rows; the kernel's query blocks must
+  // tile it exactly.
+  if (rows != (prob.seqlen_q + kWorkspaceRowBlock - 1) / kWorkspaceRowBlock * kWorkspaceRowBlock)
+    return make_error(FA3_ERR_INTERNAL, "kernel " + kernel.name +
+                                            " has query blocks the workspace layout does not");
+  BwdParams p;
+  std::memset(&p, 0, sizeof p);
+  e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
+  if (!e.failed()) e = encode_tensor_map(d, k, "k", 64, &p.tma_k);
+  if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
+  if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
+  if (!e.failed()) e = encode_dq_accum_map(d, prob, rows, workspace + ws.dq_accum, &p.tma_dq_accum);
+  if (e.failed()) return e;
+  p.o = static_cast<const uint16_t*>(o.data);
+  p.dout = static_cast<const uint16_t*>(dout.data);
+  p.dq = static_cast<uint16_t*>(dq.data);
+  p.dk = static_cast<uint16_t*>(dk.data);
+  p.dv = static_cast<uint16_t*>(dv.data);
+  copy_strides(o, p.o_stride);
+  copy_strides(dout, p.do_stride);
+  copy_strides(dq, p.dq_stride);
+  copy_strides(dk, p.dk_stride);
+  copy_strides(dv, p.dv_stride);
+  p.lse = lse;
+  p.lse_log2 = reinterpret_cast<float*>(workspace + ws.lse_log2);
+  p.dpsum = reinterpret_cast<float*>(workspace + ws.dpsum);
+  p.dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
+  p.dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
+  p.seqlen_q = static_cast<int32_t>(prob.seqlen_q);
+  p.seqlen_k = static_cast<int32_t>(prob.seqlen_k);
+  p.seqlen_q_rounded = static_cast<int32_t>(rows);
+  p.heads = static_cast<int32_t>(prob.heads);
+  p.heads_kv = static_cast<int32_t>(prob.heads_kv);
+  p.batch = static_cast<int32_t>(prob.batch);
+  p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
+  p.num_m_blocks = static_cast<int32_t>(rows / c.block_m);
+  p.num_n_blocks = static_cast<int32_t>((prob.seqlen_k + c.block_n - 1) / c.block_n);
+  p.scale = prob.softmax_scale;
+  p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
+  p.deterministic = prob.deterministic ? 1 : 0;
+  *params = p;
+  const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
+  *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
+            {static_cast<unsigned>(p.num_n_blocks), static_cast<unsigned>(prob.heads_kv),
+             static_cast<unsigned>(prob.batch)},
+            {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
+  return Error::ok();
+}
+
+Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
+                      const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                      const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
+                      const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+                      CUdeviceptr workspace, CUstream stream) {
+  ContextScope scope(h);
+  if (scope.error().failed()) return scope.error();
+  BackwardFunctions functions;
+  Error e = get_backward_functions(h, scope.context(), kernel, &functions);
+  if (e.failed()) return e;
+  BwdParams params;
+  BackwardGrids grids;
+  e = build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv, workspace,
+                            &params, &grids);
+  if (e.failed()) return e;
+  struct Step {
+    CUfunction function;
+    const unsigned* grid;
+    unsigned threads, smem;
+    const char* what;
+  };
+  const Step steps[3] = {
+      {functions.pre, grids.pre, 128, 0, "_pre"},
+      {functions.main, grids.main, static_cast<unsigned>(kernel.bwd.threads()),
+       BwdSmemLayout::of(kernel.bwd).total_bytes, ""},
+      {functions.post, grids.post, 128, 0, "_post"},
+  };
+  for (const Step& s : steps) {
+    CUlaunchConfig config;
+    std::memset(&config, 0, sizeof config);
+    config.gridDimX = s.grid[0];
+    config.gridDimY = s.grid[1];
+    config.gridDimZ = s.grid[2];
+    config.blockDimX = s.threads;
+    config.blockDimY = 1;
+    config.blockDimZ = 1;
+    config.sharedMemBytes = s.smem;
+    config.hStream = stream;
+    void* args[] = {&params};
+    const CUresult r = h->driver.launch_kernel_ex(&config, s.function, args, nullptr);
+    if (r != CUDA_SUCCESS)
+      return h->driver.fail(r, "launching " + kernel.name + s.what + " (cuLaunchKernelEx)");
+  }
+  return Error::ok();
+}
+
+}  // namespace fa3

@@ -1,0 +1,34 @@
+// Launch of a backward call: the preprocess, the main kernel and the postprocess of one
+// backward kernel's cubin, in order on the caller's stream. No allocation, no synchronization.
+#pragma once
+
+#include "fa3/fa3.h"
+#include "kernels/bwd_params.h"
+#include "runtime/backward_problem.h"
+#include "runtime/error.h"
+#include "runtime/handle.h"
+#include "runtime/kernel_registry.h"
+
+namespace fa3 {
+
+// Grid sizes of a backward call's three kernels (x, y, z).
+struct BackwardGrids {
+  unsigned pre[3], main[3], post[3];
+};
+
+// Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
+// the grids. Fails (before anything runs) when the driver rejects a tensor map or a grid
+// would be too large.
+Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
+                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                            const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
+                            const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+                            CUdeviceptr workspace, BwdParams* params, BackwardGrids* grids);
+
+Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
+                      const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
+                      const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
+                      const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+                      CUdeviceptr workspace, CUstream stream);
+
+}  // namespace fa3

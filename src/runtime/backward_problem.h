@@ -1,0 +1,75 @@
+// Argument checks of fa3_backward and fa3_backward_workspace_size, the problem they describe,
+// and the layout of the backward's workspace. Pure host code: runs and is tested without a
+// GPU. Every rule an argument can break has its own sentence naming it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "fa3/fa3.h"
+#include "kernels/bwd_config.h"
+#include "kernels/fwd_config.h"
+#include "runtime/error.h"
+#include "runtime/kernel_registry.h"
+
+namespace fa3 {
+
+struct BackwardProblem {
+  DType dtype = DType::BF16;
+  int head_dim = 0;
+  bool causal = false;
+  bool deterministic = false;
+  float softmax_scale = 0;  // the effective scale (p->softmax_scale or 1/sqrt(head_dim))
+  int64_t batch = 0, seqlen_q = 0, seqlen_k = 0, heads = 0, heads_kv = 0;
+};
+
+// The fp32 scratch of one backward call, as byte offsets from the workspace base (256-byte
+// aligned, as is each region). With seqlen_q_rounded = seqlen_q rounded up to 64 rows:
+// lse_log2 and dpsum: float[batch * heads * seqlen_q_rounded]; dq_accum: float[batch * heads *
+// seqlen_q_rounded * head_dim]; dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64].
+// total: the bytes a workspace needs (the end of dq_semaphore).
+struct BackwardWorkspace {
+  size_t lse_log2, dpsum, dq_accum, dq_semaphore, total;
+};
+constexpr size_t kWorkspaceAlignment = 256;
+constexpr int64_t kWorkspaceRowBlock = 64;  // the rows of a dq_semaphore entry
+
+BackwardWorkspace backward_workspace(const BackwardProblem& prob);
+
+// Checks q, k and p alone (what the workspace size and the choice of a kernel need). `p` may
+// be NULL (defaults). On success fills *out.
+Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_params* p,
+                            BackwardProblem* out);
+
+// Checks every argument of fa3_backward but the workspace (no tensor is dereferenced).
+Error check_backward(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v,
+                     const fa3_tensor* o, const fa3_tensor* dout, const float* lse,
+                     const fa3_tensor* dq, const fa3_tensor* dk, const fa3_tensor* dv,
+                     const fa3_params* p, BackwardProblem* out);
+
+// A caller's workspace (NULL passes: the handle then owns one): 256-byte aligned, at least
+// backward_workspace(prob).total bytes, sharing no memory with a tensor or lse. Call after
+// check_backward succeeded.
+Error check_backward_workspace(const BackwardProblem& prob, const void* workspace,
+                               size_t workspace_bytes, const fa3_tensor* q, const fa3_tensor* k,
+                               const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
+                               const float* lse, const fa3_tensor* dq, const fa3_tensor* dk,
+                               const fa3_tensor* dv);
+
+// Whether a compiled backward kernel can run this problem (dtype, head_dim, causal).
+bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem);
+
+// The kernel a backward call runs: the first of `kernels` (compiled_backward_kernels(), in name
+// order) that fits the problem; FA3_ERR_UNSUPPORTED when none does. (The tuning table has no
+// backward entries yet.)
+Error select_backward_kernel(const std::vector<KernelInfo>& kernels, const BackwardProblem& prob,
+                             const KernelInfo** out);
+
+// Whether two tensors of 2-byte elements share an element. Exact where every dimension that
+// both step along has one stride in both (views of one packed buffer, or equal layouts);
+// Unknown where fa3 cannot tell cheaply (different strides over interleaved byte ranges).
+enum class Sharing { None, Some, Unknown };
+Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b);
+
+}  // namespace fa3

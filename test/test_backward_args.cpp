@@ -1,0 +1,919 @@
+// Every argument rule of fa3_backward and fa3_backward_workspace_size, checked on the CPU:
+// each broken rule gives its status and its sentence, and fa3_backward then makes no driver
+// call at all (nothing launched, nothing allocated). The workspace's layout, the choice of the
+// kernel, and the handle's own workspace (grown per stream) against the fake CUDA driver
+// (test/fake_cuda). Descriptors point at made-up addresses that are never dereferenced.
+#include <catch2/catch.hpp>
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fa3/fa3.h"
+#include "kernels/bwd_params.h"
+#include "runtime/backward_problem.h"
+#include "runtime/handle.h"
+#include "runtime/kernel_registry.h"
+
+namespace {
+
+constexpr uintptr_t kQ = 0x100000000, kK = 0x200000000, kV = 0x300000000, kO = 0x400000000,
+                    kLse = 0x500000000, kDout = 0x600000000, kDq = 0x700000000,
+                    kDk = 0x800000000, kDv = 0x900000000, kWorkspace = 0xa00000000;
+
+fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
+  fa3_tensor t{};
+  t.data = reinterpret_cast<void*>(addr);
+  t.dtype = FA3_BF16;
+  t.batch = b; t.seqlen = s; t.heads = h; t.head_dim = d;
+  t.stride_head = d; t.stride_seq = h * d; t.stride_batch = s * h * d;
+  return t;
+}
+
+// The workspace of Args' problem: batch 2 x heads 8 x 128 rows (100 rounded up to 64-row
+// blocks) = 2048 rows; lse_log2 and dpsum 8192 bytes each, dq_accum 2048 x 128 x 4 bytes,
+// then 2 x 8 x 2 semaphores.
+constexpr size_t kArgsWorkspaceBytes = 8192 + 8192 + 2048 * 128 * 4 + 32 * 4;
+
+struct Args {
+  fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
+             v = tensor(kV, 2, 300, 2, 128), o = tensor(kO, 2, 100, 8, 128),
+             dout = tensor(kDout, 2, 100, 8, 128), dq = tensor(kDq, 2, 100, 8, 128),
+             dk = tensor(kDk, 2, 300, 2, 128), dv = tensor(kDv, 2, 300, 2, 128);
+  float* lse = reinterpret_cast<float*>(kLse);
+  fa3_params p{0.0f, 1, 0};
+  const fa3_params* params = &p;
+  void* workspace = reinterpret_cast<void*>(kWorkspace);
+  size_t workspace_bytes = kArgsWorkspaceBytes;
+  std::string null_descriptor;  // the descriptor passed as NULL ("q", "dk", ...)
+
+  template <class T>
+  T* pass(const char* name, T* t) const { return null_descriptor == name ? nullptr : t; }
+
+  fa3::Error check(fa3::BackwardProblem* prob = nullptr) {
+    fa3::BackwardProblem local;
+    fa3::BackwardProblem* out = prob ? prob : &local;
+    fa3::Error e = fa3::check_backward(pass("q", &q), pass("k", &k), pass("v", &v), pass("o", &o),
+                                       pass("dout", &dout), lse, pass("dq", &dq), pass("dk", &dk),
+                                       pass("dv", &dv), params, out);
+    if (!e.failed())
+      e = fa3::check_backward_workspace(*out, workspace, workspace_bytes, &q, &k, &v, &o, &dout,
+                                        lse, &dq, &dk, &dv);
+    return e;
+  }
+  fa3_status run(fa3_handle* h, void* stream = nullptr) {
+    return fa3_backward(h, pass("q", &q), pass("k", &k), pass("v", &v), pass("o", &o),
+                        pass("dout", &dout), lse, pass("dq", &dq), pass("dk", &dk),
+                        pass("dv", &dv), params, workspace, workspace_bytes, stream);
+  }
+  std::vector<fa3_tensor*> all() { return {&q, &k, &v, &o, &dout, &dq, &dk, &dv}; }
+  std::vector<fa3_tensor*> like_q() { return {&q, &o, &dout, &dq}; }
+  std::vector<fa3_tensor*> like_k() { return {&k, &v, &dk, &dv}; }
+};
+
+struct Rule {
+  const char* what;
+  std::function<void(Args&)> breaks;
+  fa3_status status;
+  const char* message;  // exact sentence
+};
+
+const char* const kAlias =
+    "dq, dk and dv must not share memory with an input or with each other";
+
+std::string alias(const std::string& a, const std::string& b) {
+  return a + " overlaps " + b + " in memory: " + kAlias;
+}
+
+const Rule kRules[] = {
+    {"q descriptor null", [](Args& a) { a.null_descriptor = "q"; }, FA3_ERR_INVALID_ARGUMENT,
+     "q is NULL: pass a tensor descriptor"},
+    {"dout descriptor null", [](Args& a) { a.null_descriptor = "dout"; }, FA3_ERR_INVALID_ARGUMENT,
+     "dout is NULL: pass a tensor descriptor"},
+    {"dk descriptor null", [](Args& a) { a.null_descriptor = "dk"; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk is NULL: pass a tensor descriptor"},
+    {"k data null", [](Args& a) { a.k.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "k->data is NULL"},
+    {"v data null", [](Args& a) { a.v.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "v->data is NULL"},
+    {"o data null", [](Args& a) { a.o.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "o->data is NULL"},
+    {"dq data null", [](Args& a) { a.dq.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "dq->data is NULL"},
+    {"dv data null", [](Args& a) { a.dv.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "dv->data is NULL"},
+    {"f32", [](Args& a) { a.q.dtype = FA3_F32; }, FA3_ERR_INVALID_ARGUMENT,
+     "q->dtype must be FA3_F16 or FA3_BF16 (got FA3_F32)"},
+    {"e4m3", [](Args& a) { a.q.dtype = FA3_E4M3; }, FA3_ERR_UNSUPPORTED,
+     "q->dtype is FA3_E4M3: fa3_backward takes FA3_F16 or FA3_BF16 tensors"},
+    {"k dtype", [](Args& a) { a.k.dtype = FA3_F16; }, FA3_ERR_INVALID_ARGUMENT,
+     "k->dtype (FA3_F16) must equal q->dtype (FA3_BF16)"},
+    {"v dtype", [](Args& a) { a.v.dtype = FA3_F16; }, FA3_ERR_INVALID_ARGUMENT,
+     "v->dtype (FA3_F16) must equal q->dtype (FA3_BF16)"},
+    {"o dtype", [](Args& a) { a.o.dtype = FA3_F32; }, FA3_ERR_INVALID_ARGUMENT,
+     "o->dtype (FA3_F32) must equal q->dtype (FA3_BF16)"},
+    {"dout dtype", [](Args& a) { a.dout.dtype = FA3_F16; }, FA3_ERR_INVALID_ARGUMENT,
+     "dout->dtype (FA3_F16) must equal q->dtype (FA3_BF16)"},
+    {"dq dtype", [](Args& a) { a.dq.dtype = FA3_F32; }, FA3_ERR_INVALID_ARGUMENT,
+     "dq->dtype (FA3_F32) must equal q->dtype (FA3_BF16)"},
+    {"dk dtype", [](Args& a) { a.dk.dtype = FA3_F16; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk->dtype (FA3_F16) must equal q->dtype (FA3_BF16)"},
+    {"dv dtype", [](Args& a) { a.dv.dtype = FA3_E4M3; }, FA3_ERR_INVALID_ARGUMENT,
+     "dv->dtype (FA3_E4M3) must equal q->dtype (FA3_BF16)"},
+    {"zero batch", [](Args& a) { a.q.batch = 0; }, FA3_ERR_INVALID_ARGUMENT,
+     "q->batch must be >= 1 (got 0)"},
+    {"negative k seqlen", [](Args& a) { a.k.seqlen = -5; }, FA3_ERR_INVALID_ARGUMENT,
+     "k->seqlen must be >= 1 (got -5)"},
+    {"zero v heads", [](Args& a) { a.v.heads = 0; }, FA3_ERR_INVALID_ARGUMENT,
+     "v->heads must be >= 1 (got 0)"},
+    {"zero dout seqlen", [](Args& a) { a.dout.seqlen = 0; }, FA3_ERR_INVALID_ARGUMENT,
+     "dout->seqlen must be >= 1 (got 0)"},
+    {"zero dk heads", [](Args& a) { a.dk.heads = 0; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk->heads must be >= 1 (got 0)"},
+    {"huge seqlen", [](Args& a) { for (fa3_tensor* t : a.like_q()) t->seqlen = int64_t{1} << 31; },
+     FA3_ERR_INVALID_ARGUMENT, "q->seqlen must be at most 2147483647 (got 2147483648)"},
+    {"q seqlen past whole blocks",
+     [](Args& a) {
+       for (fa3_tensor* t : a.all()) t->batch = 1;
+       for (fa3_tensor* t : a.like_q()) t->seqlen = 2147483600;
+     },
+     FA3_ERR_INVALID_ARGUMENT,
+     "q->seqlen must be at most 2147483520 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
+    {"k seqlen past whole blocks",
+     [](Args& a) {
+       for (fa3_tensor* t : a.all()) t->batch = 1;
+       for (fa3_tensor* t : a.like_k()) t->seqlen = 2147483600;
+     },
+     FA3_ERR_INVALID_ARGUMENT,
+     "k->seqlen must be at most 2147483520 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
+    {"head dim 256", [](Args& a) { for (fa3_tensor* t : a.all()) t->head_dim = 256; },
+     FA3_ERR_UNSUPPORTED,
+     "q->head_dim 256 is not supported by fa3_backward yet: its kernels cover head_dim 64 and 128"},
+    {"head dim 96", [](Args& a) { for (fa3_tensor* t : a.all()) t->head_dim = 96; },
+     FA3_ERR_UNSUPPORTED, "q->head_dim must be 64 or 128 for fa3_backward (got 96)"},
+    {"k head dim", [](Args& a) { a.k.head_dim = 64; }, FA3_ERR_INVALID_ARGUMENT,
+     "k->head_dim (64) must equal q->head_dim (128)"},
+    {"k batch", [](Args& a) { a.k.batch = 3; }, FA3_ERR_INVALID_ARGUMENT,
+     "k->batch (3) must equal q->batch (2)"},
+    {"gqa", [](Args& a) { for (fa3_tensor* t : a.like_k()) t->heads = 3; }, FA3_ERR_INVALID_ARGUMENT,
+     "q->heads (8) must be a multiple of k->heads (3) (grouped-query attention)"},
+    {"q misaligned", [](Args& a) { a.q.data = reinterpret_cast<char*>(kQ) + 8; },
+     FA3_ERR_INVALID_ARGUMENT, "q->data (0x100000008) must be 16-byte aligned (TMA)"},
+    {"k stride not 16B", [](Args& a) { a.k.stride_seq = 2 * 128 + 4; }, FA3_ERR_INVALID_ARGUMENT,
+     "k->stride_seq (260 elements = 520 bytes) must be a multiple of 16 bytes (TMA)"},
+    {"v negative stride", [](Args& a) { a.v.stride_batch = -300 * 2 * 128; },
+     FA3_ERR_INVALID_ARGUMENT, "v->stride_batch must be positive when v->batch > 1 (got -76800)"},
+    {"dout misaligned", [](Args& a) { a.dout.data = reinterpret_cast<char*>(kDout) + 4; },
+     FA3_ERR_INVALID_ARGUMENT, "dout->data (0x600000004) must be 16-byte aligned (TMA)"},
+    {"dout stride past 2^40", [](Args& a) { a.dout.stride_batch = int64_t{1} << 39; },
+     FA3_ERR_INVALID_ARGUMENT,
+     "dout->stride_batch (549755813888 elements) must be below 2^40 bytes (TMA)"},
+    {"q address overflow",
+     [](Args& a) { a.q.data = reinterpret_cast<void*>(uintptr_t{0xfffffffffffff000}); },
+     FA3_ERR_INVALID_ARGUMENT,
+     "q extends past the end of the address space (its sizes and strides overflow 64-bit addresses)"},
+    {"query grid too large",
+     [](Args& a) {
+       for (fa3_tensor* t : a.all()) {
+         t->batch = 60000;
+         t->stride_batch = int64_t{1} << 24;
+       }
+       for (fa3_tensor* t : a.like_q()) {
+         t->heads = 40000;
+         t->seqlen = 1;
+         t->stride_head = 128;
+         t->stride_batch = 40000 * 128;
+       }
+       for (fa3_tensor* t : a.like_k()) t->heads = 1;
+     },
+     FA3_ERR_UNSUPPORTED,
+     "q->batch * q->heads * ceil(q->seqlen / 64) = 2400000000 exceeds the 2^31 - 1 blocks of a grid"},
+    {"key grid too large",
+     [](Args& a) {
+       for (fa3_tensor* t : a.all()) {
+         t->batch = 1;
+         t->heads = 129;
+         t->stride_seq = 129 * 128;
+       }
+       for (fa3_tensor* t : a.like_k()) t->seqlen = 2147483520;
+     },
+     FA3_ERR_UNSUPPORTED,
+     "k->batch * k->heads * ceil(k->seqlen / 128) = 2164260735 exceeds the 2^31 - 1 blocks of a grid"},
+    {"causal 2", [](Args& a) { a.p.causal = 2; }, FA3_ERR_INVALID_ARGUMENT,
+     "p->causal must be 0 or 1 (got 2)"},
+    {"negative scale", [](Args& a) { a.p.softmax_scale = -1.0f; }, FA3_ERR_INVALID_ARGUMENT,
+     "p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got -1.000000)"},
+    {"nan scale", [](Args& a) { a.p.softmax_scale = std::nanf(""); }, FA3_ERR_INVALID_ARGUMENT,
+     "p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got nan)"},
+    {"inf scale", [](Args& a) { a.p.softmax_scale = INFINITY; }, FA3_ERR_INVALID_ARGUMENT,
+     "p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got inf)"},
+    {"deterministic 2", [](Args& a) { a.p.deterministic = 2; }, FA3_ERR_INVALID_ARGUMENT,
+     "p->deterministic must be 0 or 1 (got 2)"},
+    {"deterministic -1", [](Args& a) { a.p.deterministic = -1; }, FA3_ERR_INVALID_ARGUMENT,
+     "p->deterministic must be 0 or 1 (got -1)"},
+    {"v seqlen", [](Args& a) { a.v.seqlen = 299; }, FA3_ERR_INVALID_ARGUMENT,
+     "v->seqlen (299) must equal k->seqlen (300)"},
+    {"v heads", [](Args& a) { a.v.heads = 4; }, FA3_ERR_INVALID_ARGUMENT,
+     "v->heads (4) must equal k->heads (2)"},
+    {"o seqlen", [](Args& a) { a.o.seqlen = 99; }, FA3_ERR_INVALID_ARGUMENT,
+     "o->seqlen (99) must equal q->seqlen (100)"},
+    {"o head dim", [](Args& a) { a.o.head_dim = 64; }, FA3_ERR_INVALID_ARGUMENT,
+     "o->head_dim (64) must equal q->head_dim (128)"},
+    {"dout heads", [](Args& a) { a.dout.heads = 4; }, FA3_ERR_INVALID_ARGUMENT,
+     "dout->heads (4) must equal o->heads (8)"},
+    {"dq seqlen", [](Args& a) { a.dq.seqlen = 101; }, FA3_ERR_INVALID_ARGUMENT,
+     "dq->seqlen (101) must equal q->seqlen (100)"},
+    {"dk heads", [](Args& a) { a.dk.heads = 1; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk->heads (1) must equal k->heads (2)"},
+    {"dv batch", [](Args& a) { a.dv.batch = 1; }, FA3_ERR_INVALID_ARGUMENT,
+     "dv->batch (1) must equal v->batch (2)"},
+    {"o misaligned", [](Args& a) { a.o.data = reinterpret_cast<char*>(kO) + 2; },
+     FA3_ERR_INVALID_ARGUMENT,
+     "o->data (0x400000002) must be 4-byte aligned (the kernels access element pairs)"},
+    {"o odd stride", [](Args& a) { a.o.stride_seq = 8 * 128 + 1; }, FA3_ERR_INVALID_ARGUMENT,
+     "o->stride_seq (1025) must be even (the kernels access element pairs)"},
+    {"o negative stride", [](Args& a) { a.o.stride_head = -128; }, FA3_ERR_INVALID_ARGUMENT,
+     "o->stride_head must be positive when o->heads > 1 (got -128)"},
+    {"o address overflow",
+     [](Args& a) { a.o.data = reinterpret_cast<void*>(uintptr_t{0xfffffffffffff000}); },
+     FA3_ERR_INVALID_ARGUMENT,
+     "o extends past the end of the address space (its sizes and strides overflow 64-bit addresses)"},
+    {"lse null", [](Args& a) { a.lse = nullptr; }, FA3_ERR_INVALID_ARGUMENT,
+     "lse is NULL: fa3_backward needs the (batch, heads, seqlen_q) fp32 LSE that fa3_forward wrote for o"},
+    {"lse misaligned", [](Args& a) { a.lse = reinterpret_cast<float*>(kLse + 2); },
+     FA3_ERR_INVALID_ARGUMENT, "lse (0x500000002) must be 4-byte aligned (fp32)"},
+    {"dq misaligned", [](Args& a) { a.dq.data = reinterpret_cast<char*>(kDq) + 2; },
+     FA3_ERR_INVALID_ARGUMENT,
+     "dq->data (0x700000002) must be 4-byte aligned (the kernels access element pairs)"},
+    {"dk odd stride", [](Args& a) { a.dk.stride_head = 129; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk->stride_head (129) must be even (the kernels access element pairs)"},
+    {"dv negative stride", [](Args& a) { a.dv.stride_seq = -256; }, FA3_ERR_INVALID_ARGUMENT,
+     "dv->stride_seq must be positive when dv->seqlen > 1 (got -256)"},
+    {"dq address overflow",
+     [](Args& a) { a.dq.data = reinterpret_cast<void*>(uintptr_t{0xfffffffffffff000}); },
+     FA3_ERR_INVALID_ARGUMENT,
+     "dq extends past the end of the address space (its sizes and strides overflow 64-bit addresses)"},
+    {"dq rows overlap",
+     [](Args& a) {
+       a.dq.stride_seq = 64;
+       a.dq.stride_head = 100 * 128;
+       a.dq.stride_batch = 8 * 100 * 128;
+     },
+     FA3_ERR_INVALID_ARGUMENT,
+     "dq->stride_seq (64) is smaller than the extent of dq's head_dim dimension(s) (128 elements): different elements of the output would share memory"},
+    {"dk heads overlap", [](Args& a) { a.dk.stride_head = 64; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk->stride_head (64) is smaller than the extent of dk's head_dim dimension(s) (128 elements): different elements of the output would share memory"},
+    {"dq aliases q", [](Args& a) { a.dq.data = a.q.data; }, FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dk inside v", [](Args& a) { a.dk.data = reinterpret_cast<char*>(kV) + 1024; },
+     FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dq overlaps dout", [](Args& a) { a.dq.data = reinterpret_cast<char*>(kDout) + 4096; },
+     FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dq overlaps o", [](Args& a) { a.dq.data = reinterpret_cast<char*>(kO) + 256; },
+     FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dq overlaps lse", [](Args& a) { a.lse = reinterpret_cast<float*>(kDq + 256); },
+     FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dv is dk", [](Args& a) { a.dv.data = a.dk.data; }, FA3_ERR_INVALID_ARGUMENT, ""},
+    {"dk interleaves dq with other strides",
+     [](Args& a) { a.dk.data = reinterpret_cast<char*>(kDq) + 512; }, FA3_ERR_INVALID_ARGUMENT,
+     "dk and dq may share memory: their byte ranges interleave, and fa3 tells elements apart only for views with the same strides (such as views of one packed buffer); dq, dk and dv must not share memory with an input or with each other"},
+    {"workspace misaligned", [](Args& a) { a.workspace = reinterpret_cast<char*>(kWorkspace) + 128; },
+     FA3_ERR_INVALID_ARGUMENT, "workspace (0xa00000080) must be 256-byte aligned"},
+    {"workspace too small", [](Args& a) { a.workspace_bytes = kArgsWorkspaceBytes - 1; },
+     FA3_ERR_INVALID_ARGUMENT,
+     "workspace_bytes (1065087) is less than the 1065088 bytes this problem needs (fa3_backward_workspace_size)"},
+    {"workspace overlaps dv", [](Args& a) { a.workspace = reinterpret_cast<char*>(kDv) + 256; },
+     FA3_ERR_INVALID_ARGUMENT,
+     "workspace overlaps dv in memory: the workspace must not share memory with a tensor or lse"},
+    {"workspace overlaps lse", [](Args& a) { a.workspace = reinterpret_cast<void*>(kLse - 256); },
+     FA3_ERR_INVALID_ARGUMENT,
+     "workspace overlaps lse in memory: the workspace must not share memory with a tensor or lse"},
+};
+
+// The sentences of the aliasing rules (built from kAlias, which a constant table cannot).
+std::string expected_message(const Rule& rule) {
+  const std::string what = rule.what;
+  if (what == "dq aliases q") return alias("dq", "q");
+  if (what == "dk inside v") return alias("dk", "v");
+  if (what == "dq overlaps dout") return alias("dq", "dout");
+  if (what == "dq overlaps o") return alias("dq", "o");
+  if (what == "dq overlaps lse") return alias("dq", "lse");
+  if (what == "dv is dk") return alias("dv", "dk");
+  return rule.message;
+}
+
+// ---- the fake driver (test/fake_cuda), resolved from the library libfa3 loads ---------------
+
+struct FakeCuda {
+  void (*reset)();
+  void (*fail)(const char*, int);
+  void (*log)(char*, size_t);
+  size_t (*allocated_bytes)(int);
+  int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
+
+  std::string calls() const {
+    std::vector<char> buf(1 << 16);
+    log(buf.data(), buf.size());
+    return buf.data();
+  }
+  size_t count(const std::string& call) const {
+    const std::string log_text = calls();
+    size_t n = 0;
+    for (size_t pos = log_text.find(call + ";"); pos != std::string::npos;
+         pos = log_text.find(call + ";", pos + 1))
+      ++n;
+    return n;
+  }
+};
+
+std::string fake_library_path() {
+  char exe[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const std::string path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/x");
+  return path.substr(0, path.rfind('/')) + "/libfakecuda.so";
+}
+
+FakeCuda& fake() {
+  static FakeCuda f = [] {
+    const std::string path = fake_library_path();
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    INFO("dlopen " << path << ": " << (lib ? "" : dlerror()));
+    REQUIRE(lib != nullptr);
+    FakeCuda c;
+    c.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_cuda_reset"));
+    c.fail = reinterpret_cast<void (*)(const char*, int)>(dlsym(lib, "fake_cuda_fail"));
+    c.log = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_log"));
+    c.allocated_bytes = reinterpret_cast<size_t (*)(int)>(dlsym(lib, "fake_cuda_allocated_bytes"));
+    c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
+        dlsym(lib, "fake_cuda_last_launch"));
+    REQUIRE(c.allocated_bytes != nullptr);
+    REQUIRE(c.last_launch != nullptr);
+    return c;
+  }();
+  return f;
+}
+
+// A handle on the fake driver for one test; the driver's log starts empty after its creation.
+struct FakeHandle {
+  fa3_handle* h = nullptr;
+  FakeHandle() {
+    setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
+    fake().reset();
+    const fa3_status s = fa3_create(&h, 0, nullptr);
+    INFO(fa3_last_error());
+    REQUIRE(s == FA3_OK);
+    fake().reset();
+  }
+  ~FakeHandle() {
+    if (h) fa3_destroy(h);
+    unsetenv("FA3_LIBCUDA");
+  }
+  // Destroys the handle now (to look at what fa3_destroy releases).
+  void destroy() {
+    fa3_destroy(h);
+    h = nullptr;
+  }
+};
+
+// The parameter block of the last launch (a backward call's last kernel, its postprocess, takes
+// the same block as the other two).
+fa3::BwdParams last_params() {
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::BwdParams p{};
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &p, sizeof p) == 1);
+  return p;
+}
+
+size_t workspace_of(const Args& a) {
+  fa3::BackwardProblem prob;
+  Args copy = a;
+  REQUIRE_FALSE(copy.check(&prob).failed());
+  return fa3::backward_workspace(prob).total;
+}
+
+// The handle rounds the workspaces it allocates up to whole granules.
+size_t granules(size_t bytes) {
+  return (bytes + fa3::kWorkspaceGranularity - 1) / fa3::kWorkspaceGranularity *
+         fa3::kWorkspaceGranularity;
+}
+
+uintptr_t address_of(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+}  // namespace
+
+TEST_CASE("backward: valid arguments describe the problem", "[cpu][api]") {
+  Args a;
+  fa3::BackwardProblem prob;
+  const fa3::Error e = a.check(&prob);
+  INFO(e.message);
+  REQUIRE_FALSE(e.failed());
+  CHECK(prob.dtype == fa3::DType::BF16);
+  CHECK(prob.head_dim == 128);
+  CHECK(prob.causal);
+  CHECK_FALSE(prob.deterministic);
+  CHECK(prob.batch == 2);
+  CHECK(prob.seqlen_q == 100);
+  CHECK(prob.seqlen_k == 300);
+  CHECK(prob.heads == 8);
+  CHECK(prob.heads_kv == 2);
+  CHECK(prob.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
+
+  a.params = nullptr;  // defaults: not causal, not deterministic, 1/sqrt(d)
+  REQUIRE_FALSE(a.check(&prob).failed());
+  CHECK_FALSE(prob.causal);
+  CHECK_FALSE(prob.deterministic);
+  a.p = {0.25f, 0, 1};
+  a.params = &a.p;
+  REQUIRE_FALSE(a.check(&prob).failed());
+  CHECK(prob.softmax_scale == 0.25f);
+  CHECK(prob.deterministic);
+  a.q.dtype = a.k.dtype = a.v.dtype = a.o.dtype = a.dout.dtype = a.dq.dtype = a.dk.dtype =
+      a.dv.dtype = FA3_F16;
+  for (fa3_tensor* t : a.all()) {
+    t->head_dim = 64;
+    t->stride_head = 64;
+    t->stride_seq = t->heads * 64;
+    t->stride_batch = t->seqlen * t->heads * 64;
+  }
+  a.workspace = nullptr;  // the handle's own
+  REQUIRE_FALSE(a.check(&prob).failed());
+  CHECK(prob.dtype == fa3::DType::F16);
+  CHECK(prob.head_dim == 64);
+}
+
+TEST_CASE("backward: strided views, packed buffers and loose alignment are accepted",
+          "[cpu][api]") {
+  const int64_t B = 2, S = 64, H = 4, Hkv = 2, D = 64;
+  SECTION("q, k, v and dq, dk, dv as views of two packed (B, S, 3, H, D) buffers") {
+    Args a;
+    const uintptr_t bases[2] = {kQ, kDq};
+    fa3_tensor* views[2][3] = {{&a.q, &a.k, &a.v}, {&a.dq, &a.dk, &a.dv}};
+    for (int packed = 0; packed < 2; ++packed)
+      for (int i = 0; i < 3; ++i) {
+        fa3_tensor* t = views[packed][i];
+        *t = tensor(bases[packed] + static_cast<uintptr_t>(i * H * D * 2), B, S, H, D);
+        t->stride_seq = 3 * H * D;
+        t->stride_batch = S * 3 * H * D;
+      }
+    a.o = tensor(kO, B, S, H, D);
+    a.dout = tensor(kDout, B, S, H, D);
+    const fa3::Error e = a.check();
+    INFO(e.message);
+    CHECK_FALSE(e.failed());
+  }
+  SECTION("GQA: dq, dk, dv as views of one (B, S, H + 2 Hkv, D) buffer") {
+    Args a;
+    const int64_t row = (H + 2 * Hkv) * D;
+    a.q = tensor(kQ, B, S, H, D);
+    a.k = tensor(kK, B, S, Hkv, D);
+    a.v = tensor(kV, B, S, Hkv, D);
+    a.o = tensor(kO, B, S, H, D);
+    a.dout = tensor(kDout, B, S, H, D);
+    a.dq = tensor(kDq, B, S, H, D);
+    a.dk = tensor(kDq + static_cast<uintptr_t>(H * D * 2), B, S, Hkv, D);
+    a.dv = tensor(kDq + static_cast<uintptr_t>((H + Hkv) * D * 2), B, S, Hkv, D);
+    for (fa3_tensor* t : {&a.dq, &a.dk, &a.dv}) {
+      t->stride_seq = row;
+      t->stride_batch = S * row;
+    }
+    const fa3::Error e = a.check();
+    INFO(e.message);
+    CHECK_FALSE(e.failed());
+  }
+  SECTION("(B, H, S, D) outputs viewed as (B, S, H, D); o, dq, dk, dv only 4-byte aligned") {
+    Args a;
+    for (fa3_tensor* t : {&a.o, &a.dq, &a.dk, &a.dv}) {
+      t->stride_head = t->seqlen * 128;
+      t->stride_seq = 128;
+      t->data = static_cast<char*>(t->data) + 4;
+    }
+    a.dq.stride_seq = 130;  // padded rows: even strides suffice
+    a.dq.stride_head = 100 * 130;
+    a.dq.stride_batch = 8 * 100 * 130;
+    const fa3::Error e = a.check();
+    INFO(e.message);
+    CHECK_FALSE(e.failed());
+  }
+  SECTION("batch 1 with stride_batch 0; an lse in the padding between dq's rows") {
+    Args a;
+    for (fa3_tensor* t : a.all()) {
+      t->batch = 1;
+      t->stride_batch = 0;
+    }
+    for (fa3_tensor* t : a.like_q()) t->seqlen = 2;  // lse: 16 floats
+    a.dq.stride_seq = 8 * 128 + 64;                  // 128 bytes of padding after each row
+    a.lse = reinterpret_cast<float*>(kDq + 8 * 128 * 2);
+    const fa3::Error e = a.check();
+    INFO(e.message);
+    CHECK_FALSE(e.failed());
+    a.lse = reinterpret_cast<float*>(kDq + 8 * 128 * 2 - 4);  // one float into the last row
+    CHECK(a.check().message == alias("dq", "lse"));
+  }
+}
+
+TEST_CASE("backward: every broken argument rule has its status and sentence", "[cpu][api]") {
+  for (const Rule& rule : kRules) {
+    Args a;
+    rule.breaks(a);
+    const fa3::Error e = a.check();
+    INFO(rule.what << ": " << e.message);
+    CHECK(e.status == rule.status);
+    CHECK(e.message == expected_message(rule));
+  }
+}
+
+TEST_CASE("backward: fa3_backward reports each broken rule and makes no driver call",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  for (const Rule& rule : kRules) {
+    Args a;
+    rule.breaks(a);
+    INFO(rule.what);
+    CHECK(a.run(fh.h) == rule.status);
+    CHECK(std::string(fa3_last_error()) == expected_message(rule));
+    // Not even a context push: nothing is launched, allocated or touched.
+    CHECK(fake().calls().empty());
+  }
+}
+
+TEST_CASE("backward: two tensors share an element exactly when their strides say so",
+          "[cpu][api]") {
+  using fa3::Sharing;
+  using fa3::element_sharing;
+  const int64_t B = 2, S = 50, H = 4, D = 64;
+  auto packed = [&](int which) {
+    fa3_tensor t = tensor(kDq + static_cast<uintptr_t>(which * H * D * 2), B, S, H, D);
+    t.stride_seq = 3 * H * D;
+    t.stride_batch = S * 3 * H * D;
+    return t;
+  };
+  const fa3_tensor q = packed(0), k = packed(1), v = packed(2);
+  CHECK(element_sharing(q, k) == Sharing::None);
+  CHECK(element_sharing(k, q) == Sharing::None);
+  CHECK(element_sharing(q, v) == Sharing::None);
+  CHECK(element_sharing(v, k) == Sharing::None);
+  CHECK(element_sharing(q, q) == Sharing::Some);
+  // k one element earlier: its first column is q's last one, in every row.
+  fa3_tensor shifted = k;
+  shifted.data = static_cast<char*>(k.data) - 2;
+  CHECK(element_sharing(q, shifted) == Sharing::Some);
+  CHECK(element_sharing(shifted, q) == Sharing::Some);
+  // q moved on by one row of the packed buffer: its rows 1.. are rows of the moved one.
+  shifted.data = static_cast<char*>(q.data) + 3 * H * D * 2;
+  CHECK(element_sharing(q, shifted) == Sharing::Some);
+  // Apart in memory: no arithmetic needed.
+  CHECK(element_sharing(q, tensor(kQ, B, S, H, D)) == Sharing::None);
+  // A contiguous (B, S, H, D) tensor over the packed buffer: different strides.
+  CHECK(element_sharing(q, tensor(kDq, B, S, H, D)) == Sharing::Unknown);
+  // A run of bytes (one row of elements) in the gap between rows, and across one.
+  fa3_tensor gap{};
+  gap.dtype = FA3_F16;
+  gap.batch = gap.seqlen = gap.heads = 1;
+  gap.head_dim = 2 * H * D;
+  gap.data = static_cast<char*>(q.data) + H * D * 2;
+  CHECK(element_sharing(q, gap) == Sharing::None);
+  CHECK(element_sharing(gap, q) == Sharing::None);
+  gap.head_dim += 1;
+  CHECK(element_sharing(q, gap) == Sharing::Some);
+  // Strides that do not nest (windows of 16 elements over 64-element rows): too many ways to
+  // meet for the bounded search.
+  fa3_tensor window = tensor(kK, 1, 1000, 1, D);
+  window.stride_seq = 16;
+  fa3_tensor other = window;
+  other.data = reinterpret_cast<char*>(kK) + 3000 * 2 + 2;
+  CHECK(element_sharing(window, other) == Sharing::Unknown);
+  fa3_tensor run = gap;  // a run of 8 elements inside the windows' range
+  run.head_dim = 8;
+  run.data = reinterpret_cast<char*>(kK) + 100 * 2;
+  CHECK(element_sharing(window, run) != Sharing::None);
+  // A run against nested dimensions is exact also where the other's strides differ: between
+  // the heads of a padded (B, H, S, D) layout and across one.
+  fa3_tensor heads_major = tensor(kV, 1, 10, 2, D);
+  heads_major.stride_head = 10 * D + 32;  // 64 bytes of padding after each head
+  heads_major.stride_seq = D;
+  run.data = reinterpret_cast<char*>(kV) + 10 * D * 2;
+  run.head_dim = 32;
+  CHECK(element_sharing(heads_major, run) == Sharing::None);
+  CHECK(element_sharing(run, heads_major) == Sharing::None);
+  run.head_dim = 33;
+  CHECK(element_sharing(run, heads_major) == Sharing::Some);
+  run.data = reinterpret_cast<char*>(kV) + 10 * D * 2 - 2;
+  run.head_dim = 1;
+  CHECK(element_sharing(heads_major, run) == Sharing::Some);
+}
+
+TEST_CASE("backward: the workspace layout", "[cpu][api]") {
+  fa3::BackwardProblem prob;
+  prob.batch = 2; prob.heads = 8; prob.seqlen_q = 100; prob.seqlen_k = 300; prob.head_dim = 128;
+  fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
+  CHECK(w.lse_log2 == 0u);
+  CHECK(w.dpsum == 8192u);                        // 2 x 8 x 128 rows of fp32
+  CHECK(w.dq_accum == 16384u);
+  CHECK(w.dq_semaphore == 16384u + 2048u * 128 * 4);
+  CHECK(w.total == w.dq_semaphore + 2 * 8 * 2 * 4);  // one int32 per (batch, head, 64 rows)
+  CHECK(w.total == kArgsWorkspaceBytes);
+
+  // One row: everything rounds up to a 64-row block; d64.
+  prob.batch = 1; prob.heads = 1; prob.seqlen_q = 1; prob.head_dim = 64;
+  w = fa3::backward_workspace(prob);
+  CHECK(w.dpsum == 256u);
+  CHECK(w.dq_accum == 512u);
+  CHECK(w.dq_semaphore == 512u + 64 * 64 * 4);
+  CHECK(w.total == w.dq_semaphore + 4);
+
+  // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout.
+  prob.batch = 2; prob.heads = 1032; prob.seqlen_q = 8192; prob.head_dim = 128;
+  w = fa3::backward_workspace(prob);
+  const size_t rows = size_t{2} * 1032 * 8192;
+  CHECK(w.dpsum == rows * 4);
+  CHECK(w.dq_accum == rows * 8);
+  CHECK(w.dq_semaphore == rows * 8 + rows * 128 * 4);
+  CHECK(w.total == w.dq_semaphore + rows / 64 * 4);
+  for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
+    CHECK(offset % fa3::kWorkspaceAlignment == 0);
+}
+
+TEST_CASE("backward: the first compiled kernel that fits runs; none is a sentence",
+          "[cpu][api]") {
+  fa3::BackwardProblem prob;
+  prob.dtype = fa3::DType::F16;
+  prob.head_dim = 64;
+  prob.causal = true;
+  const fa3::KernelInfo* kernel = nullptr;
+  const std::vector<fa3::KernelInfo> none;
+  fa3::Error e = fa3::select_backward_kernel(none, prob, &kernel);
+  CHECK(e.status == FA3_ERR_UNSUPPORTED);
+  CHECK(e.message ==
+        "no backward kernel for this problem (f16, head_dim 64, causal) is compiled into this library");
+  // Forward kernels never serve a backward call, even with a matching config.
+  std::vector<fa3::KernelInfo> forward_only(1);
+  forward_only[0].name = "fa3_fwd_f16_d64_m128_n128_s2_w2_causal";
+  forward_only[0].bwd.dtype = fa3::DType::F16;
+  forward_only[0].bwd.head_dim = 64;
+  forward_only[0].bwd.causal = true;
+  CHECK(fa3::select_backward_kernel(forward_only, prob, &kernel).status == FA3_ERR_UNSUPPORTED);
+  prob.causal = false;
+  prob.dtype = fa3::DType::BF16;
+  prob.head_dim = 128;
+  e = fa3::select_backward_kernel(none, prob, &kernel);
+  CHECK(e.message ==
+        "no backward kernel for this problem (bf16, head_dim 128, not causal) is compiled into this library");
+
+  // Every problem the checks accept has a kernel in this library.
+  for (const fa3::DType dtype : {fa3::DType::F16, fa3::DType::BF16})
+    for (const int head_dim : {64, 128})
+      for (const bool causal : {false, true}) {
+        prob.dtype = dtype;
+        prob.head_dim = head_dim;
+        prob.causal = causal;
+        kernel = nullptr;
+        e = fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &kernel);
+        INFO(fa3::dtype_name(dtype) << " d" << head_dim << (causal ? " causal" : "") << ": "
+                                    << e.message);
+        REQUIRE_FALSE(e.failed());
+        CHECK(kernel->direction == fa3::Direction::Backward);
+        CHECK(fa3::bwd_config_fits(kernel->bwd, prob));
+        CHECK(kernel->name.rfind(std::string("fa3_bwd_") + fa3::dtype_name(dtype) + "_d" +
+                                     std::to_string(head_dim) + "_",
+                                 0) == 0);
+      }
+}
+
+TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q, k and p",
+          "[cpu][api][runtime]") {
+  size_t bytes = 0;
+  Args a;
+  CHECK(fa3_backward_workspace_size(nullptr, &a.q, &a.k, &a.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "h is NULL: create a handle with fa3_create");
+  FakeHandle fh;
+  CHECK(fa3_backward_workspace_size(fh.h, &a.q, &a.k, &a.p, nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "bytes is NULL: pass the address of a size_t");
+
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, &a.p, &bytes) == FA3_OK);
+  CHECK(bytes == kArgsWorkspaceBytes);
+  CHECK(std::string(fa3_last_error()).empty());
+  // Independent of the mask, the determinism and seqlen_k; NULL p is the defaults.
+  a.k.seqlen = 5;
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
+  CHECK(bytes == kArgsWorkspaceBytes);
+  a.q.seqlen = 129;  // three 64-row blocks
+  a.q.head_dim = a.k.head_dim = 64;
+  a.q.stride_head = a.k.stride_head = 64;
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
+  const size_t rows = 2 * 8 * 192;
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 3 * 4);
+
+  // The checks on q, k and p are fa3_backward's, with its sentences.
+  Args b;
+  b.p.deterministic = 3;
+  CHECK(fa3_backward_workspace_size(fh.h, &b.q, &b.k, &b.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "p->deterministic must be 0 or 1 (got 3)");
+  b.p.deterministic = 0;
+  for (fa3_tensor* t : {&b.q, &b.k}) t->head_dim = 256;
+  CHECK(fa3_backward_workspace_size(fh.h, &b.q, &b.k, &b.p, &bytes) == FA3_ERR_UNSUPPORTED);
+  CHECK(std::string(fa3_last_error()) ==
+        "q->head_dim 256 is not supported by fa3_backward yet: its kernels cover head_dim 64 and 128");
+  CHECK(fa3_backward_workspace_size(fh.h, nullptr, &b.k, &b.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "q is NULL: pass a tensor descriptor");
+  CHECK(fake().calls().empty());
+}
+
+TEST_CASE("backward: NULL handle", "[cpu][api]") {
+  Args a;
+  CHECK(a.run(nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "h is NULL: create a handle with fa3_create");
+}
+
+// ---- launches against the fake driver (the runtime's backward_launch) --------------------------
+
+TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allocated",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  Args a;
+  a.p.deterministic = 1;
+  REQUIRE(a.run(fh.h, reinterpret_cast<void*>(0x10)) == FA3_OK);
+  CHECK(fake().count("cuLaunchKernelEx") == 3);  // preprocess, main kernel, postprocess
+  CHECK(fake().count("cuMemAlloc") == 0);
+  CHECK(fake().count("cuStreamSynchronize") == 0);
+  const fa3::BwdParams p = last_params();
+  fa3::BackwardProblem prob;
+  REQUIRE_FALSE(a.check(&prob).failed());
+  const fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
+  CHECK(address_of(p.lse_log2) == kWorkspace + w.lse_log2);
+  CHECK(address_of(p.dpsum) == kWorkspace + w.dpsum);
+  CHECK(address_of(p.dq_accum) == kWorkspace + w.dq_accum);
+  CHECK(address_of(p.dq_semaphore) == kWorkspace + w.dq_semaphore);
+  CHECK(p.lse == a.lse);
+  CHECK(address_of(p.dq) == kDq);
+  CHECK(address_of(p.dk) == kDk);
+  CHECK(address_of(p.dv) == kDv);
+  CHECK(p.deterministic == 1);
+  CHECK(p.seqlen_q == 100);
+  CHECK(p.seqlen_k == 300);
+  CHECK(p.heads_per_kv_head == 4);
+  // A workspace of exactly the size, not larger, is enough.
+  a.workspace_bytes = workspace_of(a);
+  CHECK(a.run(fh.h) == FA3_OK);
+}
+
+TEST_CASE("backward: the handle's workspace grows per stream and is freed with the handle",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  Args a;
+  a.workspace = nullptr;
+  a.workspace_bytes = 12345;  // ignored without a workspace
+  void* const stream = reinterpret_cast<void*>(0x10);
+  REQUIRE(a.run(fh.h, stream) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 1);
+  CHECK(fake().allocated_bytes(0) == granules(workspace_of(a)));
+  CHECK(fake().count("cuStreamSynchronize") == 0);  // nothing to wait for before the first
+  CHECK(fake().count("cuLaunchKernelEx") == 3);
+  const fa3::BwdParams p = last_params();
+  const uintptr_t first = address_of(p.lse_log2);
+  CHECK(first % fa3::kWorkspaceAlignment == 0);
+  fa3::BackwardProblem prob;
+  REQUIRE_FALSE(Args(a).check(&prob).failed());
+  CHECK(address_of(p.dq_accum) - first == fa3::backward_workspace(prob).dq_accum);
+  CHECK(address_of(p.dq_semaphore) - first == fa3::backward_workspace(prob).dq_semaphore);
+
+  // Smaller and equal problems on the same stream reuse it.
+  REQUIRE(a.run(fh.h, stream) == FA3_OK);
+  Args small = a;
+  for (fa3_tensor* t : small.like_q()) t->seqlen = 10;
+  REQUIRE(small.run(fh.h, stream) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 1);
+  CHECK(address_of(last_params().lse_log2) == first);
+
+  // A larger one: wait for the stream, free, allocate; in that order, before any launch of it.
+  Args large = a;
+  for (fa3_tensor* t : large.like_q()) {
+    t->seqlen = 4000;
+    t->stride_batch = 4000 * 8 * 128;
+  }
+  const std::string before = fake().calls();
+  REQUIRE(large.run(fh.h, stream) == FA3_OK);
+  const std::string grown = fake().calls().substr(before.size());
+  const size_t sync = grown.find("cuStreamSynchronize;"), freed = grown.find("cuMemFree;"),
+               alloc = grown.find("cuMemAlloc;"), launch = grown.find("cuLaunchKernelEx;");
+  REQUIRE(sync != std::string::npos);
+  CHECK(sync < freed);
+  CHECK(freed < alloc);
+  CHECK(alloc < launch);
+  CHECK(fake().allocated_bytes(1) == granules(workspace_of(large)));
+  CHECK(fake().allocated_bytes(1) > fake().allocated_bytes(0));
+
+  // Another stream has its own (streams may run at once); the first stream keeps its large one.
+  REQUIRE(a.run(fh.h, reinterpret_cast<void*>(0x20)) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 3);
+  CHECK(fake().allocated_bytes(2) == granules(workspace_of(a)));
+  REQUIRE(a.run(fh.h, stream) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 3);
+  // A caller's workspace leaves the handle's alone.
+  a.workspace = reinterpret_cast<void*>(kWorkspace);
+  a.workspace_bytes = kArgsWorkspaceBytes;
+  REQUIRE(a.run(fh.h, stream) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 3);
+  CHECK(address_of(last_params().lse_log2) == kWorkspace);
+
+  const size_t frees = fake().count("cuMemFree");
+  fh.destroy();
+  CHECK(fake().count("cuMemFree") == frees + 2);  // the two live workspaces
+}
+
+TEST_CASE("backward: failures while preparing the handle's workspace launch nothing",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  Args a;
+  a.workspace = nullptr;
+  void* const stream = reinterpret_cast<void*>(0x30);
+
+  SECTION("out of memory: a sentence, and the next call tries again") {
+    fake().fail("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
+    CHECK(a.run(fh.h, stream) == FA3_ERR_OUT_OF_MEMORY);
+    CHECK(std::string(fa3_last_error()) ==
+          "allocating the handle's workspace of " + std::to_string(granules(workspace_of(a))) +
+              " bytes (cuMemAlloc; pass a workspace to fa3_backward to manage it yourself) failed: "
+              "CUDA_ERROR_OUT_OF_MEMORY (failure injected by the fake driver)");
+    CHECK(fake().count("cuLaunchKernelEx") == 0);
+    fake().fail("", 0);
+    CHECK(a.run(fh.h, stream) == FA3_OK);
+    CHECK(fake().count("cuLaunchKernelEx") == 3);
+  }
+  SECTION("the stream cannot be waited for before growing: the old workspace stays") {
+    REQUIRE(a.run(fh.h, stream) == FA3_OK);
+    fake().fail("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
+    Args large = a;
+    for (fa3_tensor* t : large.like_q()) {
+      t->seqlen = 4000;
+      t->stride_batch = 4000 * 8 * 128;
+    }
+    const size_t launches = fake().count("cuLaunchKernelEx");
+    CHECK(large.run(fh.h, stream) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()) ==
+          "waiting for the stream before growing the handle's workspace (cuStreamSynchronize) "
+          "failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
+    CHECK(fake().count("cuLaunchKernelEx") == launches);
+    CHECK(fake().count("cuMemFree") == 0);
+    CHECK(a.run(fh.h, stream) == FA3_OK);  // the small one still fits the old workspace
+    CHECK(fake().count("cuMemAlloc") == 1);
+  }
+  SECTION("the old workspace cannot be freed: the next call allocates afresh") {
+    REQUIRE(a.run(fh.h, stream) == FA3_OK);
+    fake().fail("cuMemFree", CUDA_ERROR_INVALID_VALUE);
+    Args large = a;
+    for (fa3_tensor* t : large.like_q()) {
+      t->seqlen = 4000;
+      t->stride_batch = 4000 * 8 * 128;
+    }
+    CHECK(large.run(fh.h, stream) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()) ==
+          "freeing the handle's old workspace (cuMemFree) failed: CUDA_ERROR_FAKE (failure "
+          "injected by the fake driver)");
+    fake().fail("", 0);
+    CHECK(a.run(fh.h, stream) == FA3_OK);
+    CHECK(fake().count("cuMemAlloc") == 2);
+  }
+  SECTION("the stream cannot be identified") {
+    fake().fail("cuStreamGetId", CUDA_ERROR_INVALID_HANDLE);
+    CHECK(a.run(fh.h, stream) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()) ==
+          "identifying the stream (cuStreamGetId) failed: CUDA_ERROR_FAKE (failure injected by "
+          "the fake driver)");
+    CHECK(fake().count("cuMemAlloc") == 0);
+    CHECK(fake().count("cuLaunchKernelEx") == 0);
+  }
+}
+
+TEST_CASE("backward: concurrent calls on one handle get one workspace per stream",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  constexpr int kThreads = 8;
+  std::vector<std::thread> threads;
+  std::vector<fa3_status> status(kThreads, FA3_ERR_INTERNAL);
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Args a;
+      a.workspace = nullptr;
+      // Each thread's stream sees growing problems; two threads share each stream.
+      void* stream = reinterpret_cast<void*>(static_cast<uintptr_t>(0x100 + t / 2));
+      for (int i = 0; i < 10; ++i) {
+        for (fa3_tensor* x : a.like_q()) {
+          x->seqlen = 100 + 1000 * i;
+          x->stride_batch = x->seqlen * 8 * 128;
+        }
+        status[static_cast<size_t>(t)] = a.run(fh.h, stream);
+        if (status[static_cast<size_t>(t)] != FA3_OK) return;
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  for (fa3_status s : status) CHECK(s == FA3_OK);
+  CHECK(fake().count("cuLaunchKernelEx") == 3 * 10 * kThreads);
+  // Every allocation but the first of each stream follows the wait for that stream.
+  CHECK(fake().count("cuMemAlloc") == fake().count("cuStreamSynchronize") + kThreads / 2);
+  CHECK(fake().count("cuMemFree") == fake().count("cuStreamSynchronize"));
+  const size_t allocations = fake().count("cuMemAlloc");
+  fh.destroy();
+  CHECK(fake().count("cuMemFree") == allocations);  // every workspace freed once
+}

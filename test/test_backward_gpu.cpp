@@ -1,0 +1,841 @@
+// fa3_backward on the GPU against the float64 reference, with the FlashAttention error rule for
+// each of dQ, dK and dV: max |ours - ref64| <= 2 * max |plain - ref64| + 1e-5, where "plain"
+// is the backward computed in the input precision (support/reference.h). Each case runs
+// fa3_forward (for O and the LSE) and then fa3_backward, on fresh random inputs, with the
+// gradients poisoned with NaN first (every element must be written) and, in causal cases, the
+// dO rows of query rows that see no key scaled up 64x (their dQ must be exactly 0 and they must
+// add nothing to dK and dV). Odd sizes, GQA, packed and (B, H, S, D) views, deterministic mode,
+// the handle's workspace and the caller's, streams at once, and a problem over 2^31 elements.
+//
+// First, the float64 backward reference itself, on the CPU: against central finite
+// differences of the float64 forward (a wrong formula fails these).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fa3/fa3.h"
+#include "gpu_env.h"
+#include "support/half.h"
+#include "support/reference.h"
+
+using namespace fa3test;
+
+namespace {
+
+// ---- random inputs ---------------------------------------------------------------------------
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// Normal(0, 1) values rounded to the 16-bit type from a counter-based generator, on all
+// threads: billions of them take seconds, and element i is the same whatever the thread count.
+void random_inputs(size_t n, bool bf16, uint64_t seed, std::vector<uint16_t>* bits,
+                   std::vector<float>* values) {
+  bits->resize(n);
+  values->resize(n);
+  constexpr size_t kChunk = size_t{1} << 18;
+  const uint64_t key = splitmix64(seed);
+  parallel_for(static_cast<int64_t>((n + kChunk - 1) / kChunk), [&](int64_t chunk) {
+    const size_t end = std::min(n, static_cast<size_t>(chunk + 1) * kChunk);
+    for (size_t i = static_cast<size_t>(chunk) * kChunk; i < end; ++i) {
+      const uint64_t a = splitmix64(key ^ (2 * i)), b = splitmix64(key ^ (2 * i + 1));
+      const double u1 = (static_cast<double>(a >> 11) + 1.0) * 0x1p-53;  // (0, 1]
+      const double u2 = static_cast<double>(b >> 11) * 0x1p-53;
+      const double z = std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+      (*bits)[i] = to_16bit(static_cast<float>(z), bf16);
+      (*values)[i] = from_16bit((*bits)[i], bf16);
+    }
+  });
+}
+
+// ---- layouts ---------------------------------------------------------------------------------
+
+enum class Layout {
+  Contiguous,  // every tensor (B, S, H, D) in a buffer of its own
+  // q, k, v: views of one (B, S, H + 2 Hkv, D) buffer; dq, dk, dv: of another (needs
+  // seqlen_q == seqlen_k); o and dout contiguous.
+  Packed,
+  HeadsMajor,  // every tensor stored (B, H, S, D) and viewed as (B, S, H, D)
+};
+
+const char* layout_name(Layout l) {
+  switch (l) {
+    case Layout::Contiguous: return "contiguous";
+    case Layout::Packed: return "packed";
+    case Layout::HeadsMajor: return "heads-major";
+  }
+  return "?";
+}
+
+// Where one logical (B, S, H, D) tensor lives: its buffer and its offset and strides there.
+struct Placement {
+  int buffer = 0;
+  int64_t offset = 0;
+  int64_t stride_batch = 0, stride_seq = 0, stride_head = 0;
+  size_t index(int64_t b, int64_t s, int64_t h) const {
+    return static_cast<size_t>(offset + b * stride_batch + s * stride_seq + h * stride_head);
+  }
+};
+
+enum Tensor { kQ, kK, kV, kO, kDout, kDq, kDk, kDv, kTensors };
+const char* const kTensorNames[kTensors] = {"q", "k", "v", "o", "dout", "dq", "dk", "dv"};
+
+struct Case {
+  bool bf16 = true;
+  int head_dim = 128;
+  bool causal = false;
+  int64_t batch = 1, seqlen_q = 1, seqlen_k = 1, heads = 1, heads_kv = 1;
+  Layout layout = Layout::Contiguous;
+  float scale = 0;  // 0: default
+  bool deterministic = false;
+
+  bool q_like(int t) const { return t == kQ || t == kO || t == kDout || t == kDq; }
+  int64_t seqlen(int t) const { return q_like(t) ? seqlen_q : seqlen_k; }
+  int64_t heads_of(int t) const { return q_like(t) ? heads : heads_kv; }
+  int64_t elements(int t) const { return batch * seqlen(t) * heads_of(t) * head_dim; }
+
+  std::string describe() const {
+    std::ostringstream s;
+    s << (bf16 ? "bf16" : "f16") << " d" << head_dim << (causal ? " causal" : "") << " B=" << batch
+      << " Sq=" << seqlen_q << " Sk=" << seqlen_k << " H=" << heads << " Hkv=" << heads_kv << " "
+      << layout_name(layout) << (scale != 0 ? " scale=" + std::to_string(scale) : "")
+      << (deterministic ? " deterministic" : "");
+    return s.str();
+  }
+  AttentionShape shape() const {
+    AttentionShape s;
+    s.batch = batch; s.seqlen_q = seqlen_q; s.seqlen_k = seqlen_k; s.heads = heads;
+    s.heads_kv = heads_kv; s.head_dim = head_dim; s.causal = causal; s.scale = scale;
+    return s;
+  }
+};
+
+struct Plan {
+  std::array<Placement, kTensors> at;
+  std::vector<size_t> buffer_elements;
+  bool own_buffer[kTensors] = {};  // alone and contiguous in its buffer: uploaded as it is
+};
+
+Plan plan_of(const Case& c) {
+  const int64_t B = c.batch, D = c.head_dim;
+  Plan p;
+  if (c.layout == Layout::Packed) {
+    const int64_t row = (c.heads + 2 * c.heads_kv) * D, S = c.seqlen_q;
+    const Placement packed{0, 0, S * row, row, D};
+    for (const int first : {int{kQ}, int{kDq}}) {
+      const int buffer = static_cast<int>(p.buffer_elements.size());
+      p.buffer_elements.push_back(static_cast<size_t>(B * S * row));
+      for (int i = 0; i < 3; ++i) {
+        Placement x = packed;
+        x.buffer = buffer;
+        x.offset = i == 0 ? 0 : (i == 1 ? c.heads * D : (c.heads + c.heads_kv) * D);
+        p.at[static_cast<size_t>(first + i)] = x;
+      }
+    }
+    for (const int t : {int{kO}, int{kDout}}) {
+      const int64_t H = c.heads_of(t);
+      p.at[static_cast<size_t>(t)] = {static_cast<int>(p.buffer_elements.size()), 0, S * H * D, H * D, D};
+      p.buffer_elements.push_back(static_cast<size_t>(c.elements(t)));
+      p.own_buffer[t] = true;
+    }
+    return p;
+  }
+  for (int t = 0; t < kTensors; ++t) {
+    const int64_t S = c.seqlen(t), H = c.heads_of(t);
+    const int buffer = static_cast<int>(p.buffer_elements.size());
+    p.at[static_cast<size_t>(t)] = c.layout == Layout::HeadsMajor
+                                       ? Placement{buffer, 0, H * S * D, D, S * D}
+                                       : Placement{buffer, 0, S * H * D, H * D, D};
+    p.own_buffer[t] = c.layout == Layout::Contiguous;
+    p.buffer_elements.push_back(static_cast<size_t>(c.elements(t)));
+  }
+  return p;
+}
+
+fa3_tensor describe_tensor(void* base, const Placement& p, const Case& c, int t) {
+  fa3_tensor x{};
+  x.data = static_cast<uint16_t*>(base) + p.offset;
+  x.dtype = c.bf16 ? FA3_BF16 : FA3_F16;
+  x.batch = c.batch; x.seqlen = c.seqlen(t); x.heads = c.heads_of(t); x.head_dim = c.head_dim;
+  x.stride_batch = p.stride_batch; x.stride_seq = p.stride_seq; x.stride_head = p.stride_head;
+  return x;
+}
+
+// ---- one run ---------------------------------------------------------------------------------
+
+struct Errors {
+  double ours = 0, plain = 0;  // max |x - ref64|
+};
+
+double worse(double current, double candidate) {
+  if (std::isnan(candidate)) return INFINITY;
+  return std::max(current, candidate);
+}
+
+void merge(Errors* into, const Errors& e) {
+  into->ours = worse(into->ours, e.ours);
+  into->plain = worse(into->plain, e.plain);
+}
+
+struct Outcome {
+  std::string error;  // a failed call or CUDA error; empty when the run completed
+  Errors dq, dk, dv;
+  size_t unwritten = 0;       // NaN elements of dq, dk, dv
+  size_t empty_row_nonzero = 0;  // dq elements of rows that see no key that are not 0
+  size_t rows_checked = 0, key_rows_checked = 0;
+  std::vector<std::vector<uint16_t>> gradients;  // the dq, dk, dv buffers (determinism checks)
+};
+
+enum class Workspace { Handle, Caller };
+
+struct RunOptions {
+  Workspace workspace = Workspace::Handle;
+  bool check_reference = true;
+};
+
+// The rows the reference computes. Everything when that is cheap; else, for the first and the
+// last (batch, K/V head) group, the statistics of every query row (which dK and dV need) and a
+// sample of key rows and query rows, plus query rows of a sample of other (batch, head) pairs.
+struct RowPlan {
+  bool everything = false;
+  std::vector<std::array<int64_t, 2>> groups;  // (b, hk) checked in full
+};
+
+RowPlan row_plan(const Case& c) {
+  RowPlan r;
+  const double cost = static_cast<double>(c.batch) * c.heads * c.seqlen_q * c.seqlen_k * c.head_dim;
+  r.everything = cost <= 3e9;
+  if (r.everything) {
+    for (int64_t b = 0; b < c.batch; ++b)
+      for (int64_t hk = 0; hk < c.heads_kv; ++hk) r.groups.push_back({b, hk});
+  } else {
+    r.groups.push_back({0, 0});
+    if (c.batch > 1 || c.heads_kv > 1) r.groups.push_back({c.batch - 1, c.heads_kv - 1});
+  }
+  return r;
+}
+
+std::vector<int64_t> sample_rows(int64_t n, std::mt19937_64& rng, int random_count) {
+  std::set<int64_t> rows;
+  for (int64_t i : {int64_t{0}, int64_t{1}, n / 2, n - 2, n - 1})
+    if (i >= 0 && i < n) rows.insert(i);
+  for (int k = 0; k < random_count; ++k) rows.insert(static_cast<int64_t>(rng() % static_cast<uint64_t>(n)));
+  return {rows.begin(), rows.end()};
+}
+
+class Runner {
+ public:
+  Runner() {
+    const fa3_status s = fa3_create(&handle_, test_device(), nullptr);
+    INFO(fa3_last_error());
+    REQUIRE(s == FA3_OK);
+  }
+  ~Runner() { fa3_destroy(handle_); }
+  fa3_handle* handle() const { return handle_; }
+
+  // Runs one case; no Catch assertions inside.
+  Outcome run(const Case& c, uint64_t seed, const RunOptions& options = {}) {
+    Outcome r;
+    if (c.layout == Layout::Packed && c.seqlen_q != c.seqlen_k) {
+      r.error = "a packed layout needs seqlen_q == seqlen_k";
+      return r;
+    }
+    const int64_t D = c.head_dim;
+    const AttentionShape shape = c.shape();
+    std::vector<uint16_t> bits[kTensors];
+    std::vector<float> values[kTensors];
+    for (const int t : {int{kQ}, int{kK}, int{kV}, int{kDout}})
+      random_inputs(static_cast<size_t>(c.elements(t)), c.bf16, seed * 8 + static_cast<uint64_t>(t),
+                    &bits[t], &values[t]);
+    // dO of rows that see no key, 64x louder: a leak into dK, dV or their dQ stands out.
+    if (c.causal)
+      for (int64_t b = 0; b < c.batch; ++b)
+        for (int64_t i = 0; i < c.seqlen_q && shape.last_key(i) <= 0; ++i)
+          for (int64_t h = 0; h < c.heads; ++h)
+            for (int64_t x = 0; x < D; ++x) {
+              const size_t at = static_cast<size_t>(((b * c.seqlen_q + i) * c.heads + h) * D + x);
+              values[kDout][at] *= 64.0f;  // a power of two: exact
+              bits[kDout][at] = to_16bit(values[kDout][at], c.bf16);
+            }
+
+    const Plan plan = plan_of(c);
+    std::vector<DeviceBuffer> buffers;
+    for (size_t n : plan.buffer_elements) buffers.emplace_back(n * 2);
+    {
+      std::vector<std::vector<uint16_t>> images(plan.buffer_elements.size());
+      for (const int t : {int{kQ}, int{kK}, int{kV}, int{kDout}}) {
+        const Placement& p = plan.at[static_cast<size_t>(t)];
+        if (plan.own_buffer[t]) {
+          buffers[static_cast<size_t>(p.buffer)].upload(bits[t].data(), bits[t].size() * 2);
+          continue;
+        }
+        std::vector<uint16_t>& image = images[static_cast<size_t>(p.buffer)];
+        image.resize(plan.buffer_elements[static_cast<size_t>(p.buffer)], 0);
+        for (int64_t b = 0; b < c.batch; ++b)
+          for (int64_t s = 0; s < c.seqlen(t); ++s)
+            for (int64_t h = 0; h < c.heads_of(t); ++h)
+              std::memcpy(&image[p.index(b, s, h)],
+                          &bits[t][static_cast<size_t>(((b * c.seqlen(t) + s) * c.heads_of(t) + h) * D)],
+                          static_cast<size_t>(D) * 2);
+      }
+      for (size_t i = 0; i < images.size(); ++i)
+        if (!images[i].empty()) buffers[i].upload(images[i].data(), images[i].size() * 2);
+      for (std::vector<uint16_t>& b : bits) std::vector<uint16_t>().swap(b);
+    }
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}})
+      buffers[static_cast<size_t>(plan.at[static_cast<size_t>(t)].buffer)].poison();
+    DeviceBuffer lse(static_cast<size_t>(c.batch * c.heads * c.seqlen_q) * 4);
+    lse.poison();
+
+    fa3_tensor x[kTensors];
+    for (int t = 0; t < kTensors; ++t) {
+      const Placement& p = plan.at[static_cast<size_t>(t)];
+      x[t] = describe_tensor(buffers[static_cast<size_t>(p.buffer)].get(), p, c, t);
+    }
+    const fa3_params params{c.scale, c.causal ? 1 : 0, c.deterministic ? 1 : 0};
+    fa3_status s = fa3_forward(handle_, &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params, nullptr);
+    if (s != FA3_OK) {
+      r.error = std::string("fa3_forward: ") + fa3_status_string(s) + ": " + fa3_last_error();
+      return r;
+    }
+    DeviceBuffer workspace;
+    size_t workspace_bytes = 0;
+    if (options.workspace == Workspace::Caller) {
+      s = fa3_backward_workspace_size(handle_, &x[kQ], &x[kK], &params, &workspace_bytes);
+      if (s != FA3_OK) {
+        r.error = std::string("fa3_backward_workspace_size: ") + fa3_status_string(s) + ": " + fa3_last_error();
+        return r;
+      }
+      workspace = DeviceBuffer(workspace_bytes);
+      workspace.poison();  // the kernels must initialize what they use
+    }
+    s = fa3_backward(handle_, &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(), &x[kDq],
+                     &x[kDk], &x[kDv], &params, workspace.get(), workspace_bytes, nullptr);
+    if (s != FA3_OK) {
+      r.error = std::string("fa3_backward: ") + fa3_status_string(s) + ": " + fa3_last_error();
+      return r;
+    }
+    cuda_check(cudaDeviceSynchronize(), "fa3_forward + fa3_backward");
+
+    std::set<int> gradient_buffers;
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) gradient_buffers.insert(plan.at[static_cast<size_t>(t)].buffer);
+    std::vector<std::vector<uint16_t>> host(buffers.size());
+    for (const int i : gradient_buffers) {
+      host[static_cast<size_t>(i)].resize(plan.buffer_elements[static_cast<size_t>(i)]);
+      buffers[static_cast<size_t>(i)].download(host[static_cast<size_t>(i)].data(), host[static_cast<size_t>(i)].size() * 2);
+    }
+    auto element = [&](int t, int64_t b, int64_t s2, int64_t h, int64_t col) {
+      const Placement& p = plan.at[static_cast<size_t>(t)];
+      return from_16bit(host[static_cast<size_t>(p.buffer)][p.index(b, s2, h) + static_cast<size_t>(col)], c.bf16);
+    };
+
+    // Every element written; rows that see no key: dQ exactly 0.
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
+      std::atomic<size_t> nan_count{0}, nonzero{0};
+      parallel_for(c.batch * c.seqlen(t), [&](int64_t row) {
+        const int64_t b = row / c.seqlen(t), s2 = row % c.seqlen(t);
+        const bool empty = t == kDq && shape.last_key(s2) <= 0;
+        size_t n = 0, z = 0;
+        for (int64_t h = 0; h < c.heads_of(t); ++h)
+          for (int64_t col = 0; col < D; ++col) {
+            const float v = element(t, b, s2, h, col);
+            n += std::isnan(v);
+            z += empty && v != 0.0f;
+          }
+        nan_count += n;
+        nonzero += z;
+      });
+      r.unwritten += nan_count;
+      r.empty_row_nonzero += nonzero;
+    }
+
+    if (options.check_reference) check_against_reference(c, values, element, &r);
+    for (const int i : gradient_buffers) r.gradients.push_back(std::move(host[static_cast<size_t>(i)]));
+    return r;
+  }
+
+ private:
+  template <class Element>
+  void check_against_reference(const Case& c, const std::vector<float>* values, Element element,
+                               Outcome* r) {
+    const AttentionShape shape = c.shape();
+    const int64_t D = c.head_dim, g = c.heads / c.heads_kv;
+    const float *q = values[kQ].data(), *k = values[kK].data(), *v = values[kV].data(),
+                *dout = values[kDout].data();
+    const RowPlan plan = row_plan(c);
+    std::mt19937_64 rng(12345);
+    struct Row {
+      int64_t b, h, i;  // for a key row: h is the K/V head, i the key
+    };
+    auto compare_dq = [&](const Row& row, const BackwardRowStats& st, const PlainRowStats& pst,
+                          Errors* e) {
+      std::vector<double> ref(static_cast<size_t>(D));
+      std::vector<float> plain(static_cast<size_t>(D));
+      reference_dq_row(shape, q, k, v, dout, row.b, row.h, row.i, st, ref.data());
+      plain_dq_row(shape, q, k, v, dout, row.b, row.h, row.i, pst, c.bf16, plain.data());
+      for (int64_t x = 0; x < D; ++x) {
+        e->ours = worse(e->ours, std::fabs(element(kDq, row.b, row.i, row.h, x) - ref[static_cast<size_t>(x)]));
+        e->plain = worse(e->plain, std::fabs(plain[static_cast<size_t>(x)] - ref[static_cast<size_t>(x)]));
+      }
+    };
+    for (const auto& group : plan.groups) {
+      const int64_t b = group[0], hk = group[1];
+      const std::vector<BackwardRowStats> stats = reference_group_stats(shape, q, k, v, dout, b, hk);
+      const std::vector<PlainRowStats> plain_stats = plain_group_stats(shape, q, k, v, dout, b, hk, c.bf16);
+      std::vector<Row> rows;
+      for (int64_t hh = 0; hh < g; ++hh) {
+        const std::vector<int64_t> is = plan.everything ? std::vector<int64_t>() : sample_rows(c.seqlen_q, rng, 24);
+        if (plan.everything)
+          for (int64_t i = 0; i < c.seqlen_q; ++i) rows.push_back({b, hk * g + hh, i});
+        for (int64_t i : is) rows.push_back({b, hk * g + hh, i});
+      }
+      std::vector<Errors> dq_errors(rows.size());
+      parallel_for(static_cast<int64_t>(rows.size()), [&](int64_t idx) {
+        const Row& row = rows[static_cast<size_t>(idx)];
+        const size_t at = static_cast<size_t>((row.h - hk * g) * c.seqlen_q + row.i);
+        compare_dq(row, stats[at], plain_stats[at], &dq_errors[static_cast<size_t>(idx)]);
+      });
+      for (const Errors& e : dq_errors) merge(&r->dq, e);
+      r->rows_checked += rows.size();
+
+      std::vector<int64_t> keys;
+      if (plan.everything)
+        for (int64_t j = 0; j < c.seqlen_k; ++j) keys.push_back(j);
+      else
+        keys = sample_rows(c.seqlen_k, rng, 40);
+      std::vector<Errors> dk_errors(keys.size()), dv_errors(keys.size());
+      parallel_for(static_cast<int64_t>(keys.size()), [&](int64_t idx) {
+        const int64_t j = keys[static_cast<size_t>(idx)];
+        std::vector<double> ref_k(static_cast<size_t>(D)), ref_v(static_cast<size_t>(D));
+        std::vector<float> plain_k(static_cast<size_t>(D)), plain_v(static_cast<size_t>(D));
+        reference_dkv_row(shape, q, k, v, dout, b, hk, j, stats.data(), ref_k.data(), ref_v.data());
+        plain_dkv_row(shape, q, k, v, dout, b, hk, j, plain_stats.data(), c.bf16, plain_k.data(), plain_v.data());
+        Errors& ek = dk_errors[static_cast<size_t>(idx)];
+        Errors& ev = dv_errors[static_cast<size_t>(idx)];
+        for (int64_t x = 0; x < D; ++x) {
+          const size_t xs = static_cast<size_t>(x);
+          ek.ours = worse(ek.ours, std::fabs(element(kDk, b, j, hk, x) - ref_k[xs]));
+          ek.plain = worse(ek.plain, std::fabs(plain_k[xs] - ref_k[xs]));
+          ev.ours = worse(ev.ours, std::fabs(element(kDv, b, j, hk, x) - ref_v[xs]));
+          ev.plain = worse(ev.plain, std::fabs(plain_v[xs] - ref_v[xs]));
+        }
+      });
+      for (size_t i = 0; i < keys.size(); ++i) {
+        merge(&r->dk, dk_errors[i]);
+        merge(&r->dv, dv_errors[i]);
+      }
+      r->key_rows_checked += keys.size();
+    }
+    if (plan.everything) return;
+    // Query rows of other (batch, head) pairs, each with its own statistics.
+    std::vector<Row> rows;
+    for (int n = 0; n < 64; ++n) {
+      const int64_t b = static_cast<int64_t>(rng() % static_cast<uint64_t>(c.batch));
+      const int64_t h = static_cast<int64_t>(rng() % static_cast<uint64_t>(c.heads));
+      for (int64_t i : sample_rows(c.seqlen_q, rng, 3)) rows.push_back({b, h, i});
+    }
+    std::vector<Errors> errors(rows.size());
+    parallel_for(static_cast<int64_t>(rows.size()), [&](int64_t idx) {
+      const Row& row = rows[static_cast<size_t>(idx)];
+      compare_dq(row, reference_row_stats(shape, q, k, v, dout, row.b, row.h, row.i),
+                 plain_row_stats(shape, q, k, v, dout, row.b, row.h, row.i, c.bf16),
+                 &errors[static_cast<size_t>(idx)]);
+    });
+    for (const Errors& e : errors) merge(&r->dq, e);
+    r->rows_checked += rows.size();
+  }
+
+  fa3_handle* handle_ = nullptr;
+};
+
+void check_outcome(const Outcome& r, bool reference_checked = true) {
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  CAPTURE(r.dq.ours, r.dq.plain, r.dk.ours, r.dk.plain, r.dv.ours, r.dv.plain, r.rows_checked,
+          r.key_rows_checked);
+  CHECK(r.unwritten == 0);
+  CHECK(r.empty_row_nonzero == 0);
+  if (!reference_checked) return;
+  CHECK(r.rows_checked > 0);
+  CHECK(r.key_rows_checked > 0);
+  CHECK(r.dq.ours <= 2 * r.dq.plain + 1e-5);
+  CHECK(r.dk.ours <= 2 * r.dk.plain + 1e-5);
+  CHECK(r.dv.ours <= 2 * r.dv.plain + 1e-5);
+}
+
+struct Shape {
+  int64_t batch, seqlen_q, seqlen_k, heads, heads_kv;
+  Layout layout;
+};
+
+// The shapes every (dtype, head_dim, causal) combination runs.
+const Shape kShapes[] = {
+    {1, 1, 1, 2, 2, Layout::Contiguous},       // seqlen 1
+    {2, 17, 17, 4, 2, Layout::Contiguous},     // 17, GQA 2
+    {1, 1000, 1000, 2, 2, Layout::Packed},     // 1000; q, k, v and dq, dk, dv packed views
+    {2, 113, 1000, 8, 8, Layout::HeadsMajor},  // seqlen_q < seqlen_k; (B, H, S, D) views
+    {2, 1000, 113, 8, 1, Layout::Contiguous},  // seqlen_q > seqlen_k (causal: rows see no key); GQA 8/1
+    {1, 300, 517, 8, 2, Layout::Contiguous},   // GQA 8/2
+    {1, 1, 1000, 8, 2, Layout::Contiguous},    // one query row
+    {1, 1000, 1, 2, 1, Layout::Contiguous},    // one key (causal: all but the last row see none)
+    {2, 257, 257, 8, 2, Layout::Packed},       // packed GQA 8/2: (B, S, 12, D)
+};
+
+Case case_of(const Shape& s, bool bf16, int head_dim, bool causal) {
+  Case c;
+  c.bf16 = bf16; c.head_dim = head_dim; c.causal = causal;
+  c.batch = s.batch; c.seqlen_q = s.seqlen_q; c.seqlen_k = s.seqlen_k;
+  c.heads = s.heads; c.heads_kv = s.heads_kv; c.layout = s.layout;
+  return c;
+}
+
+// ---- the float64 reference on the CPU --------------------------------------------------------
+
+// sum(O * dO) of the float64 forward (reference_row).
+double loss(const AttentionShape& s, const std::vector<float>& q, const std::vector<float>& k,
+            const std::vector<float>& v, const std::vector<float>& dout) {
+  double total = 0;
+  std::vector<double> o(static_cast<size_t>(s.head_dim));
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h)
+      for (int64_t i = 0; i < s.seqlen_q; ++i) {
+        double lse;
+        reference_row(s, q.data(), k.data(), v.data(), b, h, i, o.data(), &lse);
+        for (int64_t c = 0; c < s.head_dim; ++c)
+          total += o[static_cast<size_t>(c)] *
+                   dout[static_cast<size_t>(((b * s.seqlen_q + i) * s.heads + h) * s.head_dim + c)];
+      }
+  return total;
+}
+
+std::vector<float> bf16_normals(size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& e : x) e = round_to_16bit(d(rng), true);
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("backward reference: float64 gradients equal finite differences of sum(O * dO)",
+          "[cpu][reference]") {
+  AttentionShape s;
+  s.batch = 1; s.heads = 2; s.heads_kv = 1; s.head_dim = 8;
+  s.seqlen_q = 5; s.seqlen_k = 7;
+  s.causal = GENERATE(false, true);
+  s.scale = GENERATE(0.0, 0.3);
+  const bool more_queries = GENERATE(false, true);  // causal: rows 0 and 1 see no key
+  if (more_queries) std::swap(s.seqlen_q, s.seqlen_k);
+  INFO((s.causal ? "causal" : "not causal") << " scale " << s.scale << " Sq " << s.seqlen_q
+                                            << " Sk " << s.seqlen_k);
+  std::mt19937_64 rng(11);
+  std::vector<float> q = bf16_normals(static_cast<size_t>(s.seqlen_q * s.heads * 8), rng);
+  std::vector<float> k = bf16_normals(static_cast<size_t>(s.seqlen_k * s.heads_kv * 8), rng);
+  std::vector<float> v = bf16_normals(k.size(), rng);
+  std::vector<float> dout = bf16_normals(q.size(), rng);
+  std::vector<double> dq, dk, dv;
+  reference_backward(s, q.data(), k.data(), v.data(), dout.data(), &dq, &dk, &dv);
+
+  // Central differences with steps 2^-8 and 2^-9, extrapolated (Richardson): error O(h^4),
+  // within 1e-10 of the largest gradient here; a wrong term (D, the scale, a group's sum) is off
+  // by far more than the 1e-9 allowed. Inputs have bf16 precision, so x +- h is exact in a float.
+  auto numeric = [&](std::vector<float>* x, size_t i) {
+    const float x0 = (*x)[i];
+    auto diff = [&](float h) {
+      (*x)[i] = x0 + h;
+      REQUIRE((*x)[i] - h == x0);
+      const double up = loss(s, q, k, v, dout);
+      (*x)[i] = x0 - h;
+      const double down = loss(s, q, k, v, dout);
+      (*x)[i] = x0;
+      return (up - down) / (2.0 * h);
+    };
+    const double d1 = diff(0x1p-8f), d2 = diff(0x1p-9f);
+    return (4.0 * d2 - d1) / 3.0;
+  };
+  struct Gradient {
+    const char* name;
+    std::vector<float>* input;
+    const std::vector<double>* analytic;
+  };
+  for (const Gradient& grad : {Gradient{"dq", &q, &dq}, Gradient{"dk", &k, &dk}, Gradient{"dv", &v, &dv}}) {
+    double largest = 0;
+    for (double x : *grad.analytic) largest = std::max(largest, std::fabs(x));
+    REQUIRE(largest > 0.1);
+    for (size_t i = 0; i < grad.input->size(); ++i) {
+      INFO(grad.name << "[" << i << "]");
+      CHECK(std::fabs(numeric(grad.input, i) - (*grad.analytic)[i]) <= 1e-9 * largest);
+    }
+  }
+  // Rows that see no key: zero gradient (and, above, no contribution to dK and dV).
+  for (int64_t i = 0; i < s.seqlen_q; ++i)
+    if (s.last_key(i) <= 0)
+      for (int64_t x = 0; x < 2 * 8; ++x) CHECK(dq[static_cast<size_t>(i * 16 + x)] == 0.0);
+}
+
+TEST_CASE("backward reference: the plain same-precision backward is close, not exact",
+          "[cpu][reference]") {
+  AttentionShape s;
+  s.batch = 2; s.heads = 4; s.heads_kv = 2; s.head_dim = 64;
+  s.seqlen_q = 33; s.seqlen_k = 20;
+  s.causal = GENERATE(false, true);
+  const bool bf16 = GENERATE(false, true);
+  std::mt19937_64 rng(5);
+  std::vector<float> q = bf16_normals(static_cast<size_t>(s.batch * s.seqlen_q * s.heads * 64), rng);
+  std::vector<float> k = bf16_normals(static_cast<size_t>(s.batch * s.seqlen_k * s.heads_kv * 64), rng);
+  std::vector<float> v = bf16_normals(k.size(), rng);
+  std::vector<float> dout = bf16_normals(q.size(), rng);
+  std::vector<double> dq, dk, dv;
+  std::vector<float> pq, pk, pv;
+  reference_backward(s, q.data(), k.data(), v.data(), dout.data(), &dq, &dk, &dv);
+  plain_backward(s, q.data(), k.data(), v.data(), dout.data(), bf16, &pq, &pk, &pv);
+  for (const auto& pair : {std::make_pair(&dq, &pq), std::make_pair(&dk, &pk), std::make_pair(&dv, &pv)}) {
+    double largest = 0, err = 0;
+    for (size_t i = 0; i < pair.first->size(); ++i) {
+      largest = std::max(largest, std::fabs((*pair.first)[i]));
+      err = std::max(err, std::fabs((*pair.first)[i] - (*pair.second)[i]));
+      // Every plain value is a 16-bit value.
+      CHECK(round_to_16bit((*pair.second)[i], bf16) == (*pair.second)[i]);
+    }
+    CHECK(err > 0);
+    CHECK(err < (bf16 ? 0.05 : 0.01) * largest);
+  }
+  // Rows with no key: exactly 0 in both.
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t i = 0; i < s.seqlen_q; ++i)
+      if (s.last_key(i) <= 0)
+        for (int64_t x = 0; x < s.heads * 64; ++x) {
+          const size_t at = static_cast<size_t>((b * s.seqlen_q + i) * s.heads * 64 + x);
+          CHECK(dq[at] == 0.0);
+          CHECK(pq[at] == 0.0f);
+        }
+  // The row functions with one row's statistics give the whole problem's rows.
+  std::vector<double> row(64);
+  reference_dq_row(s, q.data(), k.data(), v.data(), dout.data(), 1, 3, 32,
+                   reference_row_stats(s, q.data(), k.data(), v.data(), dout.data(), 1, 3, 32), row.data());
+  for (int64_t x = 0; x < 64; ++x)
+    CHECK(row[static_cast<size_t>(x)] == dq[static_cast<size_t>(((1 * 33 + 32) * 4 + 3) * 64 + x)]);
+}
+
+// ---- GPU -------------------------------------------------------------------------------------
+
+TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
+  Runner runner;
+  const bool bf16 = GENERATE(false, true);
+  const int head_dim = GENERATE(64, 128);
+  const bool causal = GENERATE(false, true);
+  uint64_t seed = 2000 + static_cast<uint64_t>(head_dim) * 4 + (bf16 ? 2 : 0) + (causal ? 1 : 0);
+  for (const Shape& s : kShapes) {
+    const Case c = case_of(s, bf16, head_dim, causal);
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed));
+    seed += 7919;
+  }
+}
+
+TEST_CASE("fa3_backward honours softmax_scale; the caller's workspace", "[gpu][backward]") {
+  Runner runner;
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.causal = true; c.batch = 2; c.seqlen_q = 300;
+  c.seqlen_k = 517; c.heads = 4; c.heads_kv = 2; c.scale = 0.3f;
+  INFO(c.describe());
+  RunOptions caller;
+  caller.workspace = Workspace::Caller;
+  check_outcome(runner.run(c, 5, caller));
+  c.bf16 = false; c.head_dim = 64; c.causal = false; c.scale = 0.05f;
+  INFO(c.describe());
+  check_outcome(runner.run(c, 6, caller));
+}
+
+TEST_CASE("fa3_backward: the handle's workspace grows and shrinks back to smaller problems",
+          "[gpu][backward]") {
+  Runner runner;
+  uint64_t seed = 77;
+  for (const int64_t seqlen : {64, 1500, 17, 3000, 200}) {
+    Case c;
+    c.bf16 = seqlen % 2 == 0; c.head_dim = 128; c.causal = seqlen > 1000;
+    c.batch = 2; c.seqlen_q = seqlen; c.seqlen_k = 700; c.heads = 4; c.heads_kv = 1;
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed++));
+  }
+}
+
+TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
+          "[gpu][backward]") {
+  Runner runner;
+  struct Det {
+    bool bf16;
+    int head_dim;
+    bool causal;
+    int64_t batch, seqlen_q, seqlen_k, heads, heads_kv;
+  };
+  // Many key blocks add into each dQ block (and many query heads into each dK, dV under GQA):
+  // an unordered reduction would differ from run to run.
+  const Det dets[] = {{true, 128, false, 2, 1500, 1500, 8, 2},
+                      {true, 128, true, 1, 2100, 2100, 8, 1},
+                      {false, 64, false, 2, 1000, 2000, 8, 1},
+                      {false, 64, true, 1, 1800, 1800, 4, 4}};
+  uint64_t seed = 31;
+  for (const Det& d : dets) {
+    Case c;
+    c.bf16 = d.bf16; c.head_dim = d.head_dim; c.causal = d.causal; c.batch = d.batch;
+    c.seqlen_q = d.seqlen_q; c.seqlen_k = d.seqlen_k; c.heads = d.heads; c.heads_kv = d.heads_kv;
+    c.deterministic = true;
+    INFO(c.describe());
+    const Outcome first = runner.run(c, seed);
+    check_outcome(first);
+    RunOptions quick;
+    quick.check_reference = false;
+    for (int run = 1; run < 10; ++run) {
+      INFO("run " << run);
+      const Outcome again = runner.run(c, seed, quick);
+      check_outcome(again, false);
+      CHECK(again.gradients == first.gradients);
+    }
+    // The caller's workspace (poisoned) gives the bits of the handle's.
+    quick.workspace = Workspace::Caller;
+    const Outcome caller = runner.run(c, seed, quick);
+    check_outcome(caller, false);
+    CHECK(caller.gradients == first.gradients);
+    ++seed;
+  }
+}
+
+TEST_CASE("fa3_backward: threads and streams at once, each with the handle's workspace",
+          "[gpu][backward]") {
+  // Every thread runs the same deterministic backward on a stream of its own, three times, with
+  // the handle's workspace: if two streams shared one, or a growth freed one in use, the bits
+  // would differ from a lone run's.
+  const int64_t B = 2, S = 1200, H = 8, Hkv = 2, D = 128;
+  Case c;
+  c.bf16 = true; c.head_dim = D; c.batch = B; c.seqlen_q = c.seqlen_k = S; c.heads = H;
+  c.heads_kv = Hkv; c.deterministic = true;
+  Runner runner;
+  std::vector<uint16_t> bits[kTensors];
+  std::vector<float> values;
+  DeviceBuffer in[kTensors];
+  fa3_tensor x[kTensors];
+  const Plan plan = plan_of(c);
+  for (int t = 0; t < kTensors; ++t) {
+    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
+    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
+    if (t == kQ || t == kK || t == kV || t == kDout) {
+      random_inputs(static_cast<size_t>(c.elements(t)), true, 900 + static_cast<uint64_t>(t), &bits[t], &values);
+      in[t].upload(bits[t].data(), bits[t].size() * 2);
+    }
+  }
+  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  const fa3_params params{0.0f, 0, 1};
+  REQUIRE(fa3_forward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params,
+                      nullptr) == FA3_OK);
+  auto gradients_of = [&](const fa3_tensor* g) {
+    std::vector<uint16_t> all;
+    for (int i = 0; i < 3; ++i) {
+      std::vector<uint16_t> part(static_cast<size_t>(g[i].batch * g[i].seqlen * g[i].heads * D));
+      cuda_check(cudaMemcpy(part.data(), g[i].data, part.size() * 2, cudaMemcpyDeviceToHost), "download");
+      all.insert(all.end(), part.begin(), part.end());
+    }
+    return all;
+  };
+  REQUIRE(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                       &x[kDq], &x[kDk], &x[kDv], &params, nullptr, 0, nullptr) == FA3_OK);
+  cuda_check(cudaDeviceSynchronize(), "lone backward");
+  const std::vector<uint16_t> want = gradients_of(&x[kDq]);
+
+  constexpr int kThreads = 4, kRounds = 3;
+  std::vector<std::string> failures(kThreads);
+  std::vector<std::vector<std::vector<uint16_t>>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      try {
+        cudaSetDevice(test_device());
+        cudaStream_t stream;
+        cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+        std::vector<DeviceBuffer> outs;
+        std::vector<std::array<fa3_tensor, 3>> grads;
+        for (int r = 0; r < kRounds; ++r) {
+          std::array<fa3_tensor, 3> g;
+          for (int i = 0; i < 3; ++i) {
+            outs.emplace_back(static_cast<size_t>(c.elements(kDq + i)) * 2);
+            outs.back().poison();
+            g[static_cast<size_t>(i)] = x[kDq + i];
+            g[static_cast<size_t>(i)].data = outs.back().get();
+          }
+          grads.push_back(g);
+        }
+        for (int r = 0; r < kRounds; ++r) {
+          std::array<fa3_tensor, 3>& g = grads[static_cast<size_t>(r)];
+          const fa3_status s = fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout],
+                                            lse.as<float>(), &g[0], &g[1], &g[2], &params, nullptr, 0, stream);
+          if (s != FA3_OK) throw std::runtime_error(std::string("fa3_backward: ") + fa3_last_error());
+        }
+        cuda_check(cudaStreamSynchronize(stream), "stream");
+        for (int r = 0; r < kRounds; ++r) got[static_cast<size_t>(t)].push_back(gradients_of(grads[static_cast<size_t>(r)].data()));
+        cudaStreamDestroy(stream);
+      } catch (const std::exception& e) {
+        failures[static_cast<size_t>(t)] = e.what();
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < kThreads; ++t) {
+    INFO("thread " << t << ": " << failures[static_cast<size_t>(t)]);
+    REQUIRE(failures[static_cast<size_t>(t)].empty());
+    for (int r = 0; r < kRounds; ++r) {
+      INFO("round " << r);
+      CHECK(got[static_cast<size_t>(t)][static_cast<size_t>(r)] == want);
+    }
+  }
+}
+
+TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
+  // dq (and q, o, dout, the fp32 dQ accumulator) of 2 x 8192 x 1032 x 128 = 2.16e9 elements:
+  // offsets past 2^31 in every query-side index. The reference takes the first and last
+  // (batch, K/V head) groups in full statistics, with sampled key and query rows, and query
+  // rows of sampled other heads. 28 GB of GPU memory, about 30 GB of host memory.
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.batch = 2; c.seqlen_q = 8192; c.seqlen_k = 2048;
+  c.heads = 1032; c.heads_kv = 129;
+  REQUIRE(static_cast<double>(c.elements(kDq)) > 2147483648.0);
+  INFO(c.describe());
+  Runner runner;
+  check_outcome(runner.run(c, 424242));
+}
+
+TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitize]") {
+  // Few and small: under memcheck/racecheck/synccheck the kernels run orders of magnitude
+  // slower. Both dtypes and head dims, causal both ways with rows that see no key, tails in
+  // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace.
+  Runner runner;
+  Case cases[4];
+  cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
+  cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
+  cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
+  cases[1].seqlen_k = 257; cases[1].heads = 2; cases[1].heads_kv = 2;
+  cases[2].bf16 = true; cases[2].head_dim = 64; cases[2].causal = true; cases[2].seqlen_q = 130;
+  cases[2].seqlen_k = 130; cases[2].heads = 2; cases[2].heads_kv = 1; cases[2].layout = Layout::Packed;
+  cases[3].bf16 = false; cases[3].head_dim = 128; cases[3].seqlen_q = 100; cases[3].seqlen_k = 300;
+  cases[3].heads = 4; cases[3].heads_kv = 1; cases[3].deterministic = true;
+  uint64_t seed = 4242;
+  for (const Case& c : cases) {
+    INFO(c.describe());
+    RunOptions options;
+    if (c.deterministic) options.workspace = Workspace::Caller;
+    check_outcome(runner.run(c, seed++, options));
+  }
+}
