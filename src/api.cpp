@@ -161,11 +161,13 @@ fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
       e = fa3::check_backward_workspace(prob, workspace, workspace_bytes, q, k, v, o, dout, lse,
                                         dq, dk, dv);
     const fa3::KernelInfo* kernel = nullptr;
-    if (!e.failed()) e = fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &kernel);
+    if (!e.failed())
+      e = fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &kernel);
     if (e.failed()) return fail(e);
     const CUstream s = static_cast<CUstream>(stream);
     const auto launch = [&](CUdeviceptr w) {
-      return fa3::launch_backward(h, *kernel, prob, *q, *k, *v, *o, *dout, lse, *dq, *dk, *dv, w, s);
+      return fa3::launch_backward(h, *kernel, prob, *q, *k, *v, *o, *dout, lse, *dq, *dk, *dv, w,
+                                  s);
     };
     if (workspace) {
       e = launch(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(workspace)));
@@ -185,7 +187,8 @@ fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
 fa3_status fa3_backward_workspace_size(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                                        const fa3_params* p, size_t* bytes) {
   return guarded([&] {
-    if (!bytes) return fail(FA3_ERR_INVALID_ARGUMENT, "bytes is NULL: pass the address of a size_t");
+    if (!bytes)
+      return fail(FA3_ERR_INVALID_ARGUMENT, "bytes is NULL: pass the address of a size_t");
     if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
     fa3::BackwardProblem prob;
     Error e = fa3::check_backward_inputs(q, k, p, &prob);

@@ -175,33 +175,27 @@ const Rule kRules[] = {
      [](Args& a) { a.q.data = reinterpret_cast<void*>(uintptr_t{0xfffffffffffff000}); },
      FA3_ERR_INVALID_ARGUMENT,
      "q extends past the end of the address space (its sizes and strides overflow 64-bit addresses)"},
-    {"query grid too large",
+    {"too many query heads for a grid row",
      [](Args& a) {
-       for (fa3_tensor* t : a.all()) {
-         t->batch = 60000;
-         t->stride_batch = int64_t{1} << 24;
-       }
        for (fa3_tensor* t : a.like_q()) {
-         t->heads = 40000;
+         t->heads = 70000;
          t->seqlen = 1;
          t->stride_head = 128;
-         t->stride_batch = 40000 * 128;
+         t->stride_batch = 70000 * 128;
        }
        for (fa3_tensor* t : a.like_k()) t->heads = 1;
      },
      FA3_ERR_UNSUPPORTED,
-     "q->batch * q->heads * ceil(q->seqlen / 64) = 2400000000 exceeds the 2^31 - 1 blocks of a grid"},
-    {"key grid too large",
+     "q->heads (70000) must be at most 65535 for fa3_backward (its grids have a block row per head)"},
+    {"batch too large for a grid layer",
      [](Args& a) {
        for (fa3_tensor* t : a.all()) {
-         t->batch = 1;
-         t->heads = 129;
-         t->stride_seq = 129 * 128;
+         t->batch = 70000;
+         t->stride_batch = int64_t{1} << 24;
        }
-       for (fa3_tensor* t : a.like_k()) t->seqlen = 2147483520;
      },
      FA3_ERR_UNSUPPORTED,
-     "k->batch * k->heads * ceil(k->seqlen / 128) = 2164260735 exceeds the 2^31 - 1 blocks of a grid"},
+     "q->batch (70000) must be at most 65535 for fa3_backward (its grids have a block layer per batch entry)"},
     {"causal 2", [](Args& a) { a.p.causal = 2; }, FA3_ERR_INVALID_ARGUMENT,
      "p->causal must be 0 or 1 (got 2)"},
     {"negative scale", [](Args& a) { a.p.softmax_scale = -1.0f; }, FA3_ERR_INVALID_ARGUMENT,

@@ -202,7 +202,7 @@ class Runner {
     const fa3_tensor k = describe_tensor(inputs.get(), pk, c.bf16, B, Sk, Hk, D);
     const fa3_tensor v = describe_tensor(inputs.get(), pv, c.bf16, B, Sk, Hk, D);
     fa3_tensor o = describe_tensor(out.get(), po, c.bf16, B, Sq, H, D);
-    const fa3_params params{c.scale, c.causal ? 1 : 0};
+    const fa3_params params{c.scale, c.causal ? 1 : 0, 0};
     float* lse_ptr = c.with_lse ? lse.as<float>() : nullptr;
     const fa3_status s = kernel ? fa3_forward_with_kernel(handle_, kernel, &q, &k, &v, &o, lse_ptr, &params, nullptr)
                                 : fa3_forward(handle_, &q, &k, &v, &o, lse_ptr, &params, nullptr);
@@ -556,7 +556,7 @@ TEST_CASE("the dynamic tile scheduler: back-to-back launches and concurrent stre
   const fa3_tensor tq = describe_tensor(q.get(), pl, true, B, S, H, D);
   const fa3_tensor tk = describe_tensor(k.get(), pl, true, B, S, H, D);
   const fa3_tensor tv = describe_tensor(v.get(), pl, true, B, S, H, D);
-  const fa3_params params{0.0f, 1};
+  const fa3_params params{0.0f, 1, 0};
   Runner runner;
 
   DeviceBuffer reference(n * 2);

@@ -96,7 +96,7 @@ struct Problem {
   fa3_tensor q = tensor(0x100000000, 3, 1000, 8, 128), k = tensor(0x200000000, 3, 700, 2, 128),
              v = tensor(0x300000000, 3, 700, 2, 128), o = tensor(0x400000000, 3, 1000, 8, 128);
   float* lse = reinterpret_cast<float*>(0x500000000);
-  fa3_params p{0.0f, 1};
+  fa3_params p{0.0f, 1, 0};
   fa3_status run(fa3_handle* h) { return fa3_forward(h, &q, &k, &v, &o, lse, &p, nullptr); }
 };
 

@@ -1,12 +1,16 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_dqh][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
 // every query head of the K/V head's group through a `stages`-deep pipeline. Each consumer
-// warpgroup owns 64 of the keys. A cubin holds three kernels: the name's (the main loop), and
+// warpgroup owns 64 of the keys for S, dP, dK and dV. dQ_i = dS K_j is split between the
+// warpgroups either by keys (each computes the whole dQ_i over its 64 keys: two fp32 partial
+// sums go to the accumulator per step) or, with _dqh, by head dim (each computes head_dim / 2
+// columns over all block_n keys from the whole dS in shared memory: one sum per step, half the
+// reduce-add traffic, a barrier between the warpgroups per step). A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
 #pragma once
@@ -25,8 +29,18 @@ struct BwdConfig {
   int block_n = 128;            // keys per CTA (Bc) = 64 * consumer_warpgroups
   int stages = 2;               // depth of the Q / dO pipeline
   int consumer_warpgroups = 2;  // one producer warpgroup + these
+  bool dq_split_head_dim = false;  // _dqh: dQ_i split by head dim columns, not by keys
   bool causal = false;
 
+  // dS^T tiles in flight: with the head-dim split a warpgroup writes the next step's rows
+  // while the other may still read this step's in its dQ GEMM.
+  constexpr int ds_stages() const { return dq_split_head_dim ? 2 : 1; }
+  // The dQ_i parts per step (each a block_m x head_dim fp32 tile in shared memory), and the
+  // columns of a warpgroup's dQ accumulator.
+  constexpr int dq_parts() const { return dq_split_head_dim ? 1 : consumer_warpgroups; }
+  constexpr int dq_cols() const {
+    return dq_split_head_dim ? head_dim / consumer_warpgroups : head_dim;
+  }
   constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
   constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
@@ -38,34 +52,33 @@ constexpr uint32_t kBwdSmemLimit = kFwdSmemLimit;
 // Shared-memory plan of a backward CTA, in bytes from a 1024-byte aligned base. 16-bit tiles
 // are head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle (TMA and wgmma).
 struct BwdSmemLayout {
-  uint32_t k_offset, v_offset, kv_bytes;  // K_j and V_j: one 64-row tile per warpgroup
+  uint32_t k_offset, v_offset, kv_bytes;  // K_j and V_j: block_n x head_dim tiles
   uint32_t q_offset, do_offset, qdo_stage_bytes;  // Q_i and dO_i stages
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
-  uint32_t ds_offset, ds_bytes;                   // per warpgroup: dS^T (64 keys x block_m)
-  uint32_t dq_offset, dq_bytes;                   // per warpgroup: its dQ_i part, fp32 rows
+  uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
+  uint32_t dq_offset, dq_bytes;  // per dQ part: block_m x head_dim fp32
   uint32_t barrier_offset;
   uint32_t total_bytes;
 
   static constexpr uint32_t barrier_count(const BwdConfig& c) {
-    // kv_full; q_full[s], q_empty[s]; dq_full[w], dq_empty[w]
-    return 1u + 2u * c.stages + 2u * c.consumer_warpgroups;
+    // kv_full; q_full[s], q_empty[s]; dq_full[part], dq_empty[part]
+    return 1u + 2u * c.stages + 2u * c.dq_parts();
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {
     BwdSmemLayout l{};
-    const uint32_t wg_tile = 64u * c.head_dim * 2u;
-    l.kv_bytes = wg_tile * c.consumer_warpgroups;
+    l.kv_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = 0;
     l.v_offset = l.k_offset + l.kv_bytes;
     l.qdo_stage_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 2);
     l.q_offset = l.v_offset + l.kv_bytes;
     l.do_offset = l.q_offset + l.qdo_stage_bytes * c.stages;
-    l.ds_bytes = static_cast<uint32_t>(64 * c.block_m * 2);
+    l.ds_bytes = static_cast<uint32_t>(c.block_n * c.block_m * 2);
     l.ds_offset = l.do_offset + l.qdo_stage_bytes * c.stages;
     l.dq_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 4);
-    l.dq_offset = l.ds_offset + l.ds_bytes * c.consumer_warpgroups;
+    l.dq_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
     l.stats_stage_bytes = static_cast<uint32_t>(2 * c.block_m * 4);
-    l.stats_offset = l.dq_offset + l.dq_bytes * c.consumer_warpgroups;
+    l.stats_offset = l.dq_offset + l.dq_bytes * c.dq_parts();
     l.barrier_offset = l.stats_offset + l.stats_stage_bytes * c.stages;
     l.total_bytes = l.barrier_offset + 8u * barrier_count(c) + 1024u;  // + alignment slack
     return l;
@@ -74,11 +87,12 @@ struct BwdSmemLayout {
 
 // The configs the backward kernel is written for: head dims up to 128 (dK and dV of 64 keys
 // by head_dim stay in one warpgroup's registers), 64-row query blocks (one wgmma M), two
-// consumer warpgroups.
+// consumer warpgroups; the head-dim split of dQ gives each warpgroup one 64-column chunk.
 constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   return (c.head_dim == 64 || c.head_dim == 128) && c.block_m == 64 &&
          c.consumer_warpgroups == 2 && c.block_n == 64 * c.consumer_warpgroups &&
          c.stages >= 1 && c.stages <= 3 &&
+         (!c.dq_split_head_dim || c.head_dim == 64 * c.consumer_warpgroups) &&
          BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 
@@ -117,12 +131,16 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
   r.config.block_n = numbers[2];
   r.config.stages = numbers[3];
   r.config.consumer_warpgroups = numbers[4];
+  if (spells_at(name, pos, "dqh")) {
+    r.config.dq_split_head_dim = true;
+    pos += 4;
+  }
   if (spells_at(name, pos, "causal")) {
     r.config.causal = true;
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups> or _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _dqh, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -44,7 +44,8 @@ namespace fa3 {
 
 // Named barrier ids of the backward kernel (0 is __syncthreads).
 enum BwdBarrier : uint32_t {
-  kBwdBarrierDsBase = 1,  // + consumer warpgroup: its dS^T tile is in shared memory
+  kBwdBarrierDsAll = 1,   // head-dim split: both warpgroups' dS^T rows are in shared memory
+  kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
 };
 
 template <class C>
@@ -60,17 +61,26 @@ struct BwdTraits {
   static constexpr int kStages = kCfg.stages;
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
+  static constexpr bool kSplitD = kCfg.dq_split_head_dim;
+  static constexpr int kDsStages = kCfg.ds_stages();
+  static constexpr int kDqParts = kCfg.dq_parts();
+  static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
-  using KVTile = tile::SmemTile<Elem, 64, kHeadDim>;       // a warpgroup's 64 keys of K or V
+  using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
-  using DsTile = tile::SmemTile<Elem, 64, kBlockM>;        // dS^T: 64 keys x block_m queries
+  using DsTile = tile::SmemTile<Elem, kBlockN, kBlockM>;   // dS^T: keys x queries
+  using DsRows = tile::SmemTile<Elem, 64, kBlockM>;        // a warpgroup's 64 keys of it
+  using KChunk = tile::SmemTile<Elem, kBlockN, 64>;        // one 64-column chunk of K_j
   using DqTile = tile::SmemTile<tile::f32, kBlockM, kHeadDim>;  // a dQ_i part, fp32
   using Pipe = tile::TmaPipeline<kStages>;
-  static_assert(KVTile::kBytes == 64u * kHeadDim * 2 && QTile::kBytes == kSmem.qdo_stage_bytes &&
+  static_assert(KVTile::kBytes == kSmem.kv_bytes && QTile::kBytes == kSmem.qdo_stage_bytes &&
                     DsTile::kBytes == kSmem.ds_bytes && DqTile::kBytes == kSmem.dq_bytes,
                 "tiles and the shared-memory plan agree");
+  static_assert(!kSplitD || kDqCols == 64, "the head-dim split gives a warpgroup one K chunk");
+  static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a one-chunk-wide tile
   static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
   static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
+  static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
 };
@@ -94,10 +104,8 @@ struct BwdSmem {
     kv_full = bars;
     pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
     dq_full = bars + 8 + 16 * Tr::kStages;
-    dq_empty = dq_full + 8 * Tr::kConsumers;
+    dq_empty = dq_full + 8 * Tr::kDqParts;
   }
-  __device__ __forceinline__ uint32_t k_tile(int wg) const { return k + wg * Tr::KVTile::kBytes; }
-  __device__ __forceinline__ uint32_t v_tile(int wg) const { return v + wg * Tr::KVTile::kBytes; }
   __device__ __forceinline__ uint32_t q_stage(uint32_t s) const { return q + s * Tr::QTile::kBytes; }
   __device__ __forceinline__ uint32_t do_stage(uint32_t s) const {
     return dout + s * Tr::QTile::kBytes;
@@ -109,10 +117,14 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t dpsum_stage(uint32_t s) const {
     return lse_stage(s) + Tr::kBlockM * 4;
   }
-  __device__ __forceinline__ uint32_t ds_tile(int wg) const { return ds + wg * Tr::DsTile::kBytes; }
-  __device__ __forceinline__ uint32_t dq_tile(int wg) const { return dq + wg * Tr::DqTile::kBytes; }
-  __device__ __forceinline__ uint32_t dq_full_bar(int wg) const { return dq_full + 8 * wg; }
-  __device__ __forceinline__ uint32_t dq_empty_bar(int wg) const { return dq_empty + 8 * wg; }
+  __device__ __forceinline__ uint32_t ds_tile(int stage) const {
+    return ds + stage * Tr::DsTile::kBytes;
+  }
+  __device__ __forceinline__ uint32_t dq_tile(int part) const {
+    return dq + part * Tr::DqTile::kBytes;
+  }
+  __device__ __forceinline__ uint32_t dq_full_bar(int part) const { return dq_full + 8 * part; }
+  __device__ __forceinline__ uint32_t dq_empty_bar(int part) const { return dq_empty + 8 * part; }
 };
 
 // The CTA's work: K/V block n_block of (batch, kv_head), and the query blocks
@@ -152,13 +164,12 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   ptx::prefetch_tensormap(&p.tma_v);
   ptx::prefetch_tensormap(&p.tma_do);
   ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
-  for (int wg = 0; wg < Tr::kConsumers; ++wg)
-    for (int c = 0; c < Tr::KVTile::kChunks; ++c) {
-      const int row = w.n_block * Tr::kBlockN + 64 * wg;
-      ptx::tma_load_4d(sm.k_tile(wg) + c * Tr::KVTile::kChunkBytes, &p.tma_k, sm.kv_full, c * 64,
-                       row, w.kv_head, w.batch);
-      ptx::tma_load_4d(sm.v_tile(wg) + c * Tr::KVTile::kChunkBytes, &p.tma_v, sm.kv_full, c * 64,
-                       row, w.kv_head, w.batch);
+  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+    for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
+      const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
+      const int row = w.n_block * Tr::kBlockN + r;
+      ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+      ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
     }
   tile::PipelineState<Tr::kStages> st;
   const int steps = w.steps(p);
@@ -182,11 +193,12 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
 }
 
-// Line 33: each step's dQ_i parts (one per consumer warpgroup, in shared memory) added into
-// the workspace's fp32 accumulator by bulk tensor reduce-adds (one thread). Deterministic: a
-// query block's adds wait until the K/V blocks before this one have made theirs (a counter
-// per (batch, head, query block) that each CTA raises once its adds are complete), and the
-// two warpgroups' parts go in warpgroup order, so every dQ element is summed in one order.
+// Line 33: each step's dQ_i parts (in shared memory: one per consumer warpgroup with the key
+// split, one written by both with the head-dim split) added into the workspace's fp32
+// accumulator by bulk tensor reduce-adds (one thread). Deterministic: a query block's adds
+// wait until the K/V blocks before this one have made theirs (a counter per (batch, head,
+// query block) that each CTA raises once its adds are complete), and the parts go in order,
+// so every dQ element is summed in one order.
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
@@ -205,10 +217,10 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       while (ptx::ld_acquire_gpu(semaphore) != w.n_block) {
       }
     }
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-      tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
+    for (int part = 0; part < Tr::kDqParts; ++part) {
+      tile::mbarrier_wait(sm.dq_full_bar(part), static_cast<uint32_t>(t & 1));
       for (int c = 0; c < Tr::DqTile::kChunks; ++c)
-        ptx::tma_reduce_add_4d(&p.tma_dq_accum, sm.dq_tile(wg) + c * Tr::DqTile::kChunkBytes,
+        ptx::tma_reduce_add_4d(&p.tma_dq_accum, sm.dq_tile(part) + c * Tr::DqTile::kChunkBytes,
                                c * Tr::DqTile::kChunkCols, m_block * Tr::kBlockM, head, w.batch);
       ptx::bulk_commit_group();
     }
@@ -221,18 +233,23 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     } else {
       ptx::bulk_wait_group_read<0>();
     }
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
+    for (int part = 0; part < Tr::kDqParts; ++part) ptx::mbarrier_arrive(sm.dq_empty_bar(part));
   }
   ptx::bulk_wait_group<0>();
 }
 
-// Lines 13-37 for consumer warpgroup wg (keys [n_block * block_n + 64 wg, + 64)).
+// Lines 13-37 for consumer warpgroup wg (keys [n_block * block_n + 64 wg, + 64)). The GEMMs
+// of a step are issued so that the stores overlap them: dV's with the dS^T store, dK's with
+// the dQ part's.
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                              const BwdWork<Tr>& w, int wg) {
   const int t_wg = static_cast<int>(threadIdx.x % 128);
   const int lane = t_wg % 32;
   const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
+  // This warpgroup's dQ part: the key split's own tile, or its columns of the shared one.
+  const int dq_part = Tr::kSplitD ? 0 : wg;
+  const int dq_col0 = Tr::kSplitD ? Tr::kDqCols * wg : 0;
   float dk[Tr::kAcc], dv[Tr::kAcc];
   tile::fill(dk, 0.0f);
   tile::fill(dv, 0.0f);
@@ -246,60 +263,82 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
     float s[Tr::kSAcc], dp[Tr::kSAcc];
     tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
-        s, sm.k_tile(wg), 0, sm.q_stage(st.index));
+        s, sm.k, 64 * wg, sm.q_stage(st.index));
     tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
-        dp, sm.v_tile(wg), 0, sm.do_stage(st.index));
+        dp, sm.v, 64 * wg, sm.do_stage(st.index));
+    // L_i of the thread's 2 x block_m / 16 query columns (AccLayout::col_offset pairs); D_i's
+    // once P^T is packed (registers: dK, dV, S^T and dP^T are live until then).
+    const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
+    const int col0 = tile::AccLayout::col(t_wg, 0);
+    float by_col[Tr::kSAcc / 2];
+#pragma unroll
+    for (int i = 0; i < Tr::kSAcc / 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        by_col[2 * i + j] = __uint_as_float(ptx::ld_shared_u32(lse + 4 * (col0 + 8 * i + j)));
     ptx::wgmma_wait_group<1>();
     tile::pin_registers(s);
     // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k);
     // rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
-    const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
 #pragma unroll
     for (int e = 0; e < Tr::kSAcc; ++e) {
       const int key = key0 + tile::AccLayout::row(t_wg, e);
-      const int col = tile::AccLayout::col(t_wg, e);
-      const int query = m_block * Tr::kBlockM + col;
+      const int query = m_block * Tr::kBlockM + col0 + tile::AccLayout::col_offset(e);
       const bool masked =
           key >= p.seqlen_k || (Tr::kCausal && key > query + p.seqlen_k - p.seqlen_q);
-      const float l = __uint_as_float(ptx::ld_shared_u32(lse + 4 * col));
-      s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -l));
+      s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -by_col[2 * (e / 4) + e % 2]));
     }
+    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
+#pragma unroll
+    for (int i = 0; i < Tr::kSAcc / 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        by_col[2 * i + j] = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (col0 + 8 * i + j)));
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
 #pragma unroll
-    for (int e = 0; e < Tr::kSAcc; ++e) {
-      const int col = tile::AccLayout::col(t_wg, e);
-      const float d = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * col));
-      dp[e] = s[e] * (dp[e] - d);
-    }
-    // Lines 23-24: dV_j += P^T dO_i and dK_j += dS^T Q_i (A from registers).
-    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
+    for (int e = 0; e < Tr::kSAcc; ++e) dp[e] = s[e] * (dp[e] - by_col[2 * (e / 4) + e % 2]);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(dp, ds_frag);
+    // Line 23: dV_j += P^T dO_i (A from registers).
     tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
-    // Line 25 (dS to shared memory): the warpgroup's dS^T tile, read by its dQ GEMM. The
-    // previous step's dQ GEMM, the tile's last reader, completed at that step's last wait.
-    tile::warpgroup_store_acc<typename Tr::DsTile, Tr::kBlockM>(dp, sm.ds_tile(wg), 0, 0, t_wg);
+    // Line 25 (dS to shared memory), while dV's GEMM runs: the warpgroup's 64 rows of dS^T.
+    // Their last reader was the dQ GEMM of step t - ds_stages: with the key split this
+    // warpgroup's own, complete at its wait; with the head-dim split also the other
+    // warpgroup's, complete before it joined the barrier of step t - 1.
+    const uint32_t ds = sm.ds_tile(Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages);
+    tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kBlockM>(ds_frag, ds, 64 * wg, 0, t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
-    ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
-    ptx::wgmma_wait_group<0>();
+    if (Tr::kSplitD)
+      ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
+    else
+      ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
+    // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
+    // split), or its 64 columns over all the keys (head-dim split).
+    float dq[Tr::kDqAcc];
+    if constexpr (Tr::kSplitD)
+      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KChunk>(
+          dq, ds, 0, sm.k + wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
+    else
+      tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
+          dq, ds + wg * Tr::kRows64, 0, sm.k + wg * Tr::kRows64, tile::Accumulate::No);
+    // Line 24: dK_j += dS^T Q_i.
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
+    ptx::wgmma_wait_group<1>();  // dV and dQ
     tile::pin_registers(dv);
-    tile::pin_registers(dk);
-    // Line 26: this warpgroup's part of dQ_i = dS K_j (its 64 keys).
-    float dq[Tr::kAcc];
-    tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
-        dq, sm.ds_tile(wg), 0, sm.k_tile(wg), tile::Accumulate::No);
-    ptx::wgmma_wait_group<0>();
     tile::pin_registers(dq);
+    // Lines 27-33: the part to shared memory for the dQ writer once it has read the last,
+    // while dK's GEMM runs.
+    tile::mbarrier_wait(sm.dq_empty_bar(dq_part), static_cast<uint32_t>((t & 1) ^ 1));
+    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kDqCols>(dq, sm.dq_tile(dq_part), 0,
+                                                                dq_col0, t_wg);
+    ptx::fence_proxy_async_shared();
+    ptx::mbarrier_arrive(sm.dq_full_bar(dq_part));
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dk);
     // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
     if (lane == 0) sm.pipe.consumer_release(st);
-    // Lines 27-33: the part to shared memory for the dQ writer, once it has read the last.
-    tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
-    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kHeadDim>(dq, sm.dq_tile(wg), 0, 0, t_wg);
-    ptx::fence_proxy_async_shared();
-    ptx::mbarrier_arrive(sm.dq_full_bar(wg));
     st.advance();
   }
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
@@ -331,9 +370,9 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(4 * Tr::kConsumers);
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-      ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
-      ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
+    for (int part = 0; part < Tr::kDqParts; ++part) {
+      ptx::mbarrier_init(sm.dq_full_bar(part), 128 * Tr::kConsumers / Tr::kDqParts);
+      ptx::mbarrier_init(sm.dq_empty_bar(part), 1);
     }
     ptx::fence_mbarrier_init();
   }

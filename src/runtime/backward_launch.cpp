@@ -45,20 +45,6 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
   out[2] = t.stride_head;
 }
 
-// A grid's y and z (heads, batch) are at most 65535 blocks.
-Error check_grid_yz(const KernelInfo& kernel, const char* y_name, int64_t y, int64_t z) {
-  constexpr int64_t kMaxYZ = 65535;
-  if (y > kMaxYZ)
-    return make_error(FA3_ERR_UNSUPPORTED, std::string(y_name) + " = " + std::to_string(y) +
-                                               " exceeds the 65535 a backward call (" +
-                                               kernel.name + ") supports");
-  if (z > kMaxYZ)
-    return make_error(FA3_ERR_UNSUPPORTED, "q->batch = " + std::to_string(z) +
-                                               " exceeds the 65535 a backward call (" +
-                                               kernel.name + ") supports");
-  return Error::ok();
-}
-
 }  // namespace
 
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
@@ -66,9 +52,8 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
                             const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
                             CUdeviceptr workspace, BwdParams* params, BackwardGrids* grids) {
+  // check_backward_inputs bounded the grids: heads and batch at most 65535, blocks below 2^31.
   const BwdConfig& c = kernel.bwd;
-  Error e = check_grid_yz(kernel, "q->heads", prob.heads, prob.batch);
-  if (e.failed()) return e;
   const BackwardWorkspace ws = backward_workspace(prob);
   const int64_t rows = (prob.seqlen_q + c.block_m - 1) / c.block_m * c.block_m;
   // The workspace's layout rounds to kWorkspaceRowBlock rows; the kernel's query blocks must
@@ -78,7 +63,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                                             " has query blocks the workspace layout does not");
   BwdParams p;
   std::memset(&p, 0, sizeof p);
-  e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
+  Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
   if (!e.failed()) e = encode_tensor_map(d, k, "k", 64, &p.tma_k);
   if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);

@@ -17,8 +17,7 @@ struct BackwardGrids {
 };
 
 // Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
-// the grids. Fails (before anything runs) when the driver rejects a tensor map or a grid
-// would be too large.
+// the grids. Fails (before anything runs) when the driver rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,

@@ -73,16 +73,18 @@ Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name) {
                  "): rounded up to whole blocks it must stay below 2^31");
 }
 
-Error check_grid(int64_t batch, int64_t heads, int64_t seqlen, int64_t rows_per_block,
-                 const char* name) {
-  const Int128 blocks =
-      static_cast<Int128>((seqlen + rows_per_block - 1) / rows_per_block) * heads * batch;
-  if (blocks <= kMaxExtent) return Error::ok();
-  return make_error(FA3_ERR_UNSUPPORTED,
-                    std::string(name) + "->batch * " + name + "->heads * ceil(" + name +
-                        "->seqlen / " + num(rows_per_block) + ") = " +
-                        num(static_cast<int64_t>(std::min<Int128>(blocks, INT64_MAX))) +
-                        " exceeds the 2^31 - 1 blocks of a grid");
+// The backward's grids are (blocks, heads, batch): the y and z of a grid are at most 65535.
+Error check_grid(const fa3_tensor& q) {
+  constexpr int64_t kMaxGridYZ = 65535;
+  if (q.heads > kMaxGridYZ)
+    return make_error(FA3_ERR_UNSUPPORTED, "q->heads (" + num(q.heads) +
+                                               ") must be at most 65535 for fa3_backward (its "
+                                               "grids have a block row per head)");
+  if (q.batch > kMaxGridYZ)
+    return make_error(FA3_ERR_UNSUPPORTED, "q->batch (" + num(q.batch) +
+                                               ") must be at most 65535 for fa3_backward (its "
+                                               "grids have a block layer per batch entry)");
+  return Error::ok();
 }
 
 // A contiguous byte buffer as a tensor of 2-byte elements (one row), for element_sharing.
@@ -116,6 +118,13 @@ struct Axis {
   int64_t a_size, b_size;
 };
 
+// Innermost (smallest stride) first; at most three axes.
+void sort_by_stride(Axis* axes, int count) {
+  for (int i = 1; i < count; ++i)
+    for (int j = i; j > 0 && axes[j].stride < axes[j - 1].stride; --j)
+      std::swap(axes[j], axes[j - 1]);
+}
+
 // Whether delta = sum over axes 0..level of y_i * stride_i + e has a solution with y_i in
 // [-(b_size - 1), a_size - 1] and the rest in [lowest[level], highest[level]] (see
 // element_sharing). Each axis admits the y whose remainder fits below it; where the strides
@@ -124,8 +133,10 @@ Sharing solve(const Axis* axes, const Int128* lowest, const Int128* highest, int
               Int128 delta) {
   if (level < 0) return lowest[0] <= delta && delta <= highest[0] ? Sharing::Some : Sharing::None;
   const Axis& a = axes[level];
-  const Int128 y_min = std::max<Int128>(-(a.b_size - 1), ceil_div(delta - highest[level], a.stride));
-  const Int128 y_max = std::min<Int128>(a.a_size - 1, floor_div(delta - lowest[level], a.stride));
+  const Int128 y_min =
+      std::max<Int128>(-(a.b_size - 1), ceil_div(delta - highest[level], a.stride));
+  const Int128 y_max =
+      std::min<Int128>(a.a_size - 1, floor_div(delta - lowest[level], a.stride));
   if (y_max - y_min + 1 > 4) return Sharing::Unknown;
   Sharing result = Sharing::None;
   for (Int128 y = y_min; y <= y_max; ++y) {
@@ -142,8 +153,7 @@ bool nested_axes(const fa3_tensor& t, Axis* axes, int* count) {
   *count = 0;
   for (const Dim& d : outer_dims(t))
     if (d.size > 1) axes[(*count)++] = {d.stride, d.size, d.size};
-  for (int i = 1; i < *count; ++i)
-    for (int j = i; j > 0 && axes[j].stride < axes[j - 1].stride; --j) std::swap(axes[j], axes[j - 1]);
+  sort_by_stride(axes, *count);
   Int128 extent = t.head_dim;
   for (int i = 0; i < *count; ++i) {
     if (axes[i].stride < extent) return false;
@@ -198,8 +208,7 @@ Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b) {
     if (da[i].size > 1 && db[i].size > 1 && da[i].stride != db[i].stride) return Sharing::Unknown;
     axes[count++] = {da[i].size > 1 ? da[i].stride : db[i].stride, da[i].size, db[i].size};
   }
-  for (int i = 1; i < count; ++i)  // by stride, innermost first
-    for (int j = i; j > 0 && axes[j].stride < axes[j - 1].stride; --j) std::swap(axes[j], axes[j - 1]);
+  sort_by_stride(axes, count);
   // lowest[i], highest[i]: what the axes below i and the columns can add up to.
   Int128 lowest[4], highest[4];
   lowest[0] = -(b.head_dim - 1);
@@ -253,7 +262,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
     return make_error(FA3_ERR_UNSUPPORTED,
                       "q->dtype is FA3_E4M3: fa3_backward takes FA3_F16 or FA3_BF16 tensors");
   if (q->dtype != FA3_F16 && q->dtype != FA3_BF16)
-    return invalid(std::string("q->dtype must be FA3_F16 or FA3_BF16 (got ") + dtype_text(q->dtype) + ")");
+    return invalid(std::string("q->dtype must be FA3_F16 or FA3_BF16 (got ") +
+                   dtype_text(q->dtype) + ")");
   e = check_dtype(*k, "k", *q);
   if (!e.failed()) e = check_sizes(*q, "q");
   if (!e.failed()) e = check_sizes(*k, "k");
@@ -275,9 +285,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_seqlen_for_blocks(*q, "q");
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k");
   // The preprocess and postprocess walk 64-row query blocks of every (batch, head); the main
-  // kernel 128-key blocks of every (batch, K/V head).
-  if (!e.failed()) e = check_grid(q->batch, q->heads, q->seqlen, 64, "q");
-  if (!e.failed()) e = check_grid(k->batch, k->heads, k->seqlen, 128, "k");
+  // kernel 128-key blocks of every (batch, K/V head), and k->heads divides q->heads.
+  if (!e.failed()) e = check_grid(*q);
   if (e.failed()) return e;
 
   fa3_params defaults{};

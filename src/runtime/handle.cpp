@@ -222,13 +222,15 @@ Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, s
     if (entry->base != 0) {
       r = d.stream_synchronize(stream);
       if (r != CUDA_SUCCESS)
-        return d.fail(r, "waiting for the stream before growing the handle's workspace (cuStreamSynchronize)");
+        return d.fail(r, "waiting for the stream before growing the handle's workspace "
+                         "(cuStreamSynchronize)");
       r = d.mem_free(entry->base);
       entry->base = 0;
       entry->bytes = 0;
       if (r != CUDA_SUCCESS) return d.fail(r, "freeing the handle's old workspace (cuMemFree)");
     }
-    const size_t size = (bytes + kWorkspaceGranularity - 1) / kWorkspaceGranularity * kWorkspaceGranularity;
+    const size_t size =
+        (bytes + kWorkspaceGranularity - 1) / kWorkspaceGranularity * kWorkspaceGranularity;
     CUdeviceptr base = 0;
     r = d.mem_alloc(&base, size);
     if (r != CUDA_SUCCESS)

@@ -23,6 +23,23 @@
 
 namespace fa3::tile {
 
+// Stores a 64 x N accumulator already packed to Tile's 16-bit type (acc_to_a_operands: the A
+// operands of an RS GEMM, which are the packed accumulator) into rows [row0, row0 + 64),
+// columns [col0, col0 + N) of Tile, one stmatrix.x4 per 16 columns: the backward's dS^T goes
+// to shared memory from the registers its dK GEMM reads, with no second conversion.
+template <class Tile, int N>
+__device__ __forceinline__ void warpgroup_store_packed(const uint32_t (&packed)[N / 16][4],
+                                                       uint32_t tile_base, int row0, int col0,
+                                                       int thread_in_wg) {
+  static_assert(Tile::Element::kBytes == 2 && N % 16 == 0, "16-bit tiles, whole k16 blocks");
+  const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+  const int row = row0 + 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
+  const int col = col0 + 8 * (lane / 16);
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk)
+    ptx::stmatrix_x4(tile_base + Tile::offset(row, col + 16 * kk), packed[kk]);
+}
+
 // Stores a 64 x N fp32 accumulator into rows [row0, row0 + 64), columns [col0, col0 + N) of
 // Tile (col0 a multiple of 8):
 //   f16 / bf16 tiles: converted (round to nearest), one stmatrix.x4 per 16 columns - the
@@ -48,15 +65,13 @@ __device__ __forceinline__ void warpgroup_store_acc(const float (&acc)[N / 2], u
   } else {
     static_assert(Elem::kIsMmaInput && Elem::kBytes == 2,
                   "an accumulator is stored to a typed f16, bf16 or f32 tile");
-    const int row = row0 + 16 * warp + 8 * ((lane / 8) % 2) + lane % 8;
-    const int col = col0 + 8 * (lane / 16);
+    uint32_t packed[N / 16][4];
 #pragma unroll
-    for (int kk = 0; kk < N / 16; ++kk) {
-      uint32_t r[4];
+    for (int kk = 0; kk < N / 16; ++kk)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) r[i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
-      ptx::stmatrix_x4(tile_base + Tile::offset(row, col + 16 * kk), r);
-    }
+      for (int i = 0; i < 4; ++i)
+        packed[kk][i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
+    warpgroup_store_packed<Tile, N>(packed, tile_base, row0, col0, thread_in_wg);
   }
 }
 

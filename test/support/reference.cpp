@@ -208,8 +208,8 @@ std::vector<PlainRowStats> plain_group_stats(const AttentionShape& s, const floa
   const int64_t g = group_size(s);
   std::vector<PlainRowStats> stats(static_cast<size_t>(g * s.seqlen_q));
   parallel_for(g * s.seqlen_q, [&](int64_t idx) {
-    stats[static_cast<size_t>(idx)] = plain_row_stats(s, q, k, v, dout, b, hk * g + idx / s.seqlen_q,
-                                                      idx % s.seqlen_q, is_bf16);
+    stats[static_cast<size_t>(idx)] =
+        plain_row_stats(s, q, k, v, dout, b, hk * g + idx / s.seqlen_q, idx % s.seqlen_q, is_bf16);
   });
   return stats;
 }
@@ -246,7 +246,8 @@ void plain_dq_row(const AttentionShape& s, const float* q, const float* k, const
     const PlainEntry e = plain_entry(s, qi, kj, vj, doi, stats, is_bf16);
     for (int64_t c = 0; c < d; ++c) acc[static_cast<size_t>(c)] += e.ds * kj[c];
   }
-  for (int64_t c = 0; c < d; ++c) dq[c] = round_to_16bit(scale * acc[static_cast<size_t>(c)], is_bf16);
+  for (int64_t c = 0; c < d; ++c)
+    dq[c] = round_to_16bit(scale * acc[static_cast<size_t>(c)], is_bf16);
 }
 
 void plain_dkv_row(const AttentionShape& s, const float* q, const float* k, const float* v,
@@ -265,15 +266,16 @@ void plain_dkv_row(const AttentionShape& s, const float* q, const float* k, cons
       if (j >= s.last_key(i)) continue;
       const float* qi = row_of(q, s.seqlen_q, s.heads, d, b, i, hk * g + hh);
       const float* doi = row_of(dout, s.seqlen_q, s.heads, d, b, i, hk * g + hh);
-      const PlainEntry e = plain_entry(s, qi, kj, vj, doi, group_stats[hh * s.seqlen_q + i], is_bf16);
+      const PlainEntry e =
+          plain_entry(s, qi, kj, vj, doi, group_stats[hh * s.seqlen_q + i], is_bf16);
       for (int64_t c = 0; c < d; ++c) {
         acc_v[static_cast<size_t>(c)] += e.p * doi[c];
         acc_k[static_cast<size_t>(c)] += e.ds * qi[c];
       }
     }
-    for (int64_t c = 0; c < d; ++c) {
-      sum_k[static_cast<size_t>(c)] += round_to_16bit(scale * acc_k[static_cast<size_t>(c)], is_bf16);
-      sum_v[static_cast<size_t>(c)] += round_to_16bit(acc_v[static_cast<size_t>(c)], is_bf16);
+    for (size_t c = 0; c < static_cast<size_t>(d); ++c) {
+      sum_k[c] += round_to_16bit(scale * acc_k[c], is_bf16);
+      sum_v[c] += round_to_16bit(acc_v[c], is_bf16);
     }
   }
   for (int64_t c = 0; c < d; ++c) {

@@ -306,6 +306,7 @@ CheckResult half_blocks(const KernelReport& k) {
 //   S^T = K_j Q_i^T and dP^T = V_j dO_i^T  SS, HGMMA.64x{block_m}x16, head_dim/16 k-steps each
 //   dV += P^T dO_i and dK += dS^T Q_i      RS, HGMMA.64x{head_dim}x16, block_m/16 k-steps each
 //   dQ_i part = dS K_j                     SS, HGMMA.64x{head_dim}x16, 64/16 = 4 k-steps
+//     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, block_n/16 k-steps)
 // The mainloop (the innermost loop with the most wgmma) must hold exactly these, once per
 // iteration (or a whole multiple, were ptxas to unroll it).
 CheckResult bwd_gemms(const KernelReport& k) {
@@ -320,7 +321,11 @@ CheckResult bwd_gemms(const KernelReport& k) {
   std::map<WgmmaKind, size_t> expected;
   expected[WgmmaKind{opcode, s_shape, "SS"}] += 2 * static_cast<size_t>(d / 16);  // S^T, dP^T
   expected[WgmmaKind{opcode, d_shape, "RS"}] += 2 * static_cast<size_t>(bm / 16);  // dV, dK
-  expected[WgmmaKind{opcode, d_shape, "SS"}] += 64 / 16;                            // dQ
+  const bool split = k.traits.dq_split_head_dim && k.traits.block_n && k.traits.consumer_warpgroups &&
+                     *k.traits.consumer_warpgroups > 0;
+  const int dq_cols = split ? d / *k.traits.consumer_warpgroups : d;
+  const int dq_steps = split ? *k.traits.block_n / 16 : 64 / 16;
+  expected[WgmmaKind{opcode, "64x" + std::to_string(dq_cols) + "x16", "SS"}] += static_cast<size_t>(dq_steps);  // dQ
   size_t per_step = 0;
   for (const auto& [kind, n] : expected) per_step += n;
   auto summary = [](const std::map<WgmmaKind, size_t>& kinds) {
@@ -330,7 +335,7 @@ CheckResult bwd_gemms(const KernelReport& k) {
     return s.empty() ? std::string("none") : s;
   };
   const std::string wanted = "per step " + summary(expected) + " (S^T, dP^T: 2 x " + std::to_string(d / 16) +
-                             " SS; dV, dK: 2 x " + std::to_string(bm / 16) + " RS; dQ: 4 SS)";
+                             " SS; dV, dK: 2 x " + std::to_string(bm / 16) + " RS; dQ: " + std::to_string(dq_steps) + " SS)";
   if (!k.mainloop || k.mainloop->loop.wgmma == 0)
     return {id, false, "no loop holds a wgmma: the step loop was not found; expected " + wanted};
   std::map<WgmmaKind, size_t> found;
