@@ -38,7 +38,7 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
   return t;
 }
 
-// The workspace of Args' problem: batch 2 x heads 8 x 128 rows (100 rounded up to 64-row
+// The workspace of Args' problem: batch 2 x heads 8 x 128 rows (100 rounded up to 128-row
 // blocks) = 2048 rows; lse_log2 and dpsum 8192 bytes each, dq_accum 2048 x 128 x 4 bytes,
 // then 2 x 8 x 2 semaphores.
 constexpr size_t kArgsWorkspaceBytes = 8192 + 8192 + 2048 * 128 * 4 + 32 * 4;
@@ -609,13 +609,13 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.total == w.dq_semaphore + 2 * 8 * 2 * 4);  // one int32 per (batch, head, 64 rows)
   CHECK(w.total == kArgsWorkspaceBytes);
 
-  // One row: everything rounds up to a 64-row block; d64.
+  // One row: everything rounds up to a 128-row block (two 64-row semaphores); d64.
   prob.batch = 1; prob.heads = 1; prob.seqlen_q = 1; prob.head_dim = 64;
   w = fa3::backward_workspace(prob);
-  CHECK(w.dpsum == 256u);
-  CHECK(w.dq_accum == 512u);
-  CHECK(w.dq_semaphore == 512u + 64 * 64 * 4);
-  CHECK(w.total == w.dq_semaphore + 4);
+  CHECK(w.dpsum == 512u);
+  CHECK(w.dq_accum == 1024u);
+  CHECK(w.dq_semaphore == 1024u + 128 * 64 * 4);
+  CHECK(w.total == w.dq_semaphore + 2 * 4);
 
   // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout.
   prob.batch = 2; prob.heads = 1032; prob.seqlen_q = 8192; prob.head_dim = 128;
@@ -692,12 +692,12 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.k.seqlen = 5;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   CHECK(bytes == kArgsWorkspaceBytes);
-  a.q.seqlen = 129;  // three 64-row blocks
+  a.q.seqlen = 129;  // two 128-row blocks, four 64-row semaphores
   a.q.head_dim = a.k.head_dim = 64;
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
-  const size_t rows = 2 * 8 * 192;
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 3 * 4);
+  const size_t rows = 2 * 8 * 256;
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4);
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;

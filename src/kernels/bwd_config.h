@@ -1,16 +1,17 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_dqh][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_dqh|_dqq][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
 // every query head of the K/V head's group through a `stages`-deep pipeline. Each consumer
 // warpgroup owns 64 of the keys for S, dP, dK and dV. dQ_i = dS K_j is split between the
-// warpgroups either by keys (each computes the whole dQ_i over its 64 keys: two fp32 partial
-// sums go to the accumulator per step) or, with _dqh, by head dim (each computes head_dim / 2
-// columns over all block_n keys from the whole dS in shared memory: one sum per step, half the
-// reduce-add traffic, a barrier between the warpgroups per step). A cubin holds three kernels: the name's (the main loop), and
+// warpgroups (DqSplit) by keys (each computes the whole dQ_i over its 64 keys: two fp32
+// partial sums go to the accumulator per step), or from the whole dS^T in shared memory (a
+// barrier between the warpgroups per step, one sum per step: half the reduce-add traffic) by
+// head dim (_dqh: head_dim / 2 columns each) or by queries (_dqq: block_m / 2 rows each). A
+// cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
 #pragma once
@@ -22,6 +23,9 @@
 
 namespace fa3 {
 
+// How the consumer warpgroups share the dQ_i = dS K_j GEMM of a step.
+enum class DqSplit { Keys, HeadDim, Queries };
+
 struct BwdConfig {
   DType dtype = DType::BF16;
   int head_dim = 128;
@@ -29,17 +33,22 @@ struct BwdConfig {
   int block_n = 128;            // keys per CTA (Bc) = 64 * consumer_warpgroups
   int stages = 2;               // depth of the Q / dO pipeline
   int consumer_warpgroups = 2;  // one producer warpgroup + these
-  bool dq_split_head_dim = false;  // _dqh: dQ_i split by head dim columns, not by keys
+  DqSplit dq_split = DqSplit::Keys;
   bool causal = false;
 
-  // dS^T tiles in flight: with the head-dim split a warpgroup writes the next step's rows
-  // while the other may still read this step's in its dQ GEMM.
-  constexpr int ds_stages() const { return dq_split_head_dim ? 2 : 1; }
+  // Whether a warpgroup's dQ GEMM reads the other's dS^T rows.
+  constexpr bool dq_shared_ds() const { return dq_split != DqSplit::Keys; }
+  // dS^T tiles in flight: when the dQ GEMMs read both warpgroups' rows, a warpgroup writes
+  // the next step's while the other may still read this step's.
+  constexpr int ds_stages() const { return dq_shared_ds() ? 2 : 1; }
   // The dQ_i parts per step (each a block_m x head_dim fp32 tile in shared memory), and the
-  // columns of a warpgroup's dQ accumulator.
-  constexpr int dq_parts() const { return dq_split_head_dim ? 1 : consumer_warpgroups; }
+  // rows and columns of a warpgroup's dQ accumulator.
+  constexpr int dq_parts() const { return dq_shared_ds() ? 1 : consumer_warpgroups; }
+  constexpr int dq_rows() const {
+    return dq_split == DqSplit::Queries ? block_m / consumer_warpgroups : block_m;
+  }
   constexpr int dq_cols() const {
-    return dq_split_head_dim ? head_dim / consumer_warpgroups : head_dim;
+    return dq_split == DqSplit::HeadDim ? head_dim / consumer_warpgroups : head_dim;
   }
   constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
   constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
@@ -86,13 +95,15 @@ struct BwdSmemLayout {
 };
 
 // The configs the backward kernel is written for: head dims up to 128 (dK and dV of 64 keys
-// by head_dim stay in one warpgroup's registers), 64-row query blocks (one wgmma M), two
-// consumer warpgroups; the head-dim split of dQ gives each warpgroup one 64-column chunk.
+// by head_dim stay in one warpgroup's registers), two consumer warpgroups, query blocks of 64
+// or 128 rows (the N of the S^T GEMM), and a warpgroup's dQ part one wgmma M of 64 rows: the
+// key and head-dim splits take 64-row query blocks, the query split 64 rows a warpgroup; the
+// head-dim split gives each warpgroup one 64-column chunk.
 constexpr bool bwd_config_is_valid(const BwdConfig& c) {
-  return (c.head_dim == 64 || c.head_dim == 128) && c.block_m == 64 &&
+  return (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
          c.consumer_warpgroups == 2 && c.block_n == 64 * c.consumer_warpgroups &&
-         c.stages >= 1 && c.stages <= 3 &&
-         (!c.dq_split_head_dim || c.head_dim == 64 * c.consumer_warpgroups) &&
+         c.stages >= 1 && c.stages <= 3 && c.dq_rows() == 64 &&
+         (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64) &&
          BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 
@@ -132,7 +143,10 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
   r.config.stages = numbers[3];
   r.config.consumer_warpgroups = numbers[4];
   if (spells_at(name, pos, "dqh")) {
-    r.config.dq_split_head_dim = true;
+    r.config.dq_split = DqSplit::HeadDim;
+    pos += 4;
+  } else if (spells_at(name, pos, "dqq")) {
+    r.config.dq_split = DqSplit::Queries;
     pos += 4;
   }
   if (spells_at(name, pos, "causal")) {
@@ -140,7 +154,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _dqh, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _dqh or _dqq, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -12,7 +12,8 @@
 //                         keys as M, so that P^T and dS^T come out in the accumulator layout
 //                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
 //                         dV += P^T dO and dK += dS^T Q (RS-wgmma), dS^T to shared memory and
-//                         dQ_i part = dS K (SS-wgmma with a transposed A).
+//                         their part of dQ_i = dS K (SS-wgmma with a transposed A; by keys,
+//                         head-dim columns or query rows: DqSplit, bwd_config.h).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator and semaphores zeroed; line 2) and _post (dQ scaled
 // and converted; line 38).
@@ -61,10 +62,12 @@ struct BwdTraits {
   static constexpr int kStages = kCfg.stages;
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
-  static constexpr bool kSplitD = kCfg.dq_split_head_dim;
+  static constexpr DqSplit kDqSplit = kCfg.dq_split;
+  static constexpr bool kSharedDs = kCfg.dq_shared_ds();
   static constexpr int kDsStages = kCfg.ds_stages();
   static constexpr int kDqParts = kCfg.dq_parts();
   static constexpr int kDqCols = kCfg.dq_cols();
+  static constexpr int kDqRows = kCfg.dq_rows();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
@@ -76,7 +79,9 @@ struct BwdTraits {
   static_assert(KVTile::kBytes == kSmem.kv_bytes && QTile::kBytes == kSmem.qdo_stage_bytes &&
                     DsTile::kBytes == kSmem.ds_bytes && DqTile::kBytes == kSmem.dq_bytes,
                 "tiles and the shared-memory plan agree");
-  static_assert(!kSplitD || kDqCols == 64, "the head-dim split gives a warpgroup one K chunk");
+  static_assert(kDqSplit != DqSplit::HeadDim || kDqCols == 64,
+                "the head-dim split gives a warpgroup one K chunk");
+  static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M");
   static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a one-chunk-wide tile
   static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
   static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
@@ -143,7 +148,13 @@ struct BwdWork {
       m_begin = first_query <= 0 ? 0 : first_query / Tr::kBlockM;
     }
   }
-  // The steps in order: head g of the group (outer), query block m (inner).
+  // The steps in order: head g of the group (outer), query block m (inner), m ascending; but
+  // descending for causal deterministic calls. There a query block's adds go in K/V block
+  // order, and with ascending m the CTA of K/V block n, whose first query block is about
+  // n * block_n / block_m, would wait at each block for the CTAs before it, which reach it
+  // later: every CTA would take as long as the longest. Descending, all the CTAs of a head
+  // start at the last query block and walk down together, each behind the one before it by
+  // the latency of its adds, not by its extra blocks.
   __device__ __forceinline__ int steps(const BwdParams& p) const {
     const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
     return per_head * p.heads_per_kv_head;
@@ -151,7 +162,8 @@ struct BwdWork {
   __device__ __forceinline__ void step(const BwdParams& p, int t, int* head, int* m_block) const {
     const int per_head = p.num_m_blocks - m_begin;
     *head = kv_head * p.heads_per_kv_head + t / per_head;
-    *m_block = m_begin + t % per_head;
+    const int i = t % per_head;
+    *m_block = Tr::kCausal && p.deterministic ? p.num_m_blocks - 1 - i : m_begin + i;
   }
 };
 
@@ -179,12 +191,13 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     sm.pipe.producer_acquire(st);
     const uint32_t full =
         sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
-    for (int c = 0; c < Tr::QTile::kChunks; ++c) {
-      ptx::tma_load_4d(sm.q_stage(st.index) + c * Tr::QTile::kChunkBytes, &p.tma_q, full, c * 64,
-                       m_block * Tr::kBlockM, head, w.batch);
-      ptx::tma_load_4d(sm.do_stage(st.index) + c * Tr::QTile::kChunkBytes, &p.tma_do, full,
-                       c * 64, m_block * Tr::kBlockM, head, w.batch);
-    }
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
+        const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
+        const int row = m_block * Tr::kBlockM + r;
+        ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
+        ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
+      }
     const int64_t row0 =
         (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
     ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
@@ -220,8 +233,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     for (int part = 0; part < Tr::kDqParts; ++part) {
       tile::mbarrier_wait(sm.dq_full_bar(part), static_cast<uint32_t>(t & 1));
       for (int c = 0; c < Tr::DqTile::kChunks; ++c)
-        ptx::tma_reduce_add_4d(&p.tma_dq_accum, sm.dq_tile(part) + c * Tr::DqTile::kChunkBytes,
-                               c * Tr::DqTile::kChunkCols, m_block * Tr::kBlockM, head, w.batch);
+        for (int r = 0; r < Tr::kBlockM; r += 64)  // the map's boxes are 64 rows
+          ptx::tma_reduce_add_4d(&p.tma_dq_accum,
+                                 sm.dq_tile(part) + c * Tr::DqTile::kChunkBytes + r * 128,
+                                 c * Tr::DqTile::kChunkCols, m_block * Tr::kBlockM + r, head,
+                                 w.batch);
       ptx::bulk_commit_group();
     }
     if (p.deterministic) {
@@ -247,9 +263,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   const int t_wg = static_cast<int>(threadIdx.x % 128);
   const int lane = t_wg % 32;
   const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
-  // This warpgroup's dQ part: the key split's own tile, or its columns of the shared one.
-  const int dq_part = Tr::kSplitD ? 0 : wg;
-  const int dq_col0 = Tr::kSplitD ? Tr::kDqCols * wg : 0;
+  // This warpgroup's dQ part: the key split's own tile, or its columns (head-dim split) or
+  // rows (query split) of the shared one.
+  const int dq_part = Tr::kSharedDs ? 0 : wg;
+  const int dq_col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
+  const int dq_row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
   float dk[Tr::kAcc], dv[Tr::kAcc];
   tile::fill(dk, 0.0f);
   tile::fill(dv, 0.0f);
@@ -266,60 +284,80 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
         s, sm.k, 64 * wg, sm.q_stage(st.index));
     tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, 64 * wg, sm.do_stage(st.index));
-    // L_i of the thread's 2 x block_m / 16 query columns (AccLayout::col_offset pairs); D_i's
-    // once P^T is packed (registers: dK, dV, S^T and dP^T are live until then).
+    // L_i and D_i of the thread's query columns col0 + AccLayout::col_offset(e), each loaded
+    // where its two elements (one per row half) use it.
     const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
     const int col0 = tile::AccLayout::col(t_wg, 0);
-    float by_col[Tr::kSAcc / 2];
-#pragma unroll
-    for (int i = 0; i < Tr::kSAcc / 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 2; ++j)
-        by_col[2 * i + j] = __uint_as_float(ptx::ld_shared_u32(lse + 4 * (col0 + 8 * i + j)));
-    ptx::wgmma_wait_group<1>();
-    tile::pin_registers(s);
     // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k);
     // rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
+    // Per row half h of the thread: whether its key exists, and (causal) the first column
+    // offset it sees: key > query + seqlen_k - seqlen_q <=> col_offset(e) < first_seen[h].
+    // (A branch around unmasked blocks made ptxas spill at d128.)
+    bool key_ok[2];
+    int first_seen[2];
 #pragma unroll
-    for (int e = 0; e < Tr::kSAcc; ++e) {
-      const int key = key0 + tile::AccLayout::row(t_wg, e);
-      const int query = m_block * Tr::kBlockM + col0 + tile::AccLayout::col_offset(e);
-      const bool masked =
-          key >= p.seqlen_k || (Tr::kCausal && key > query + p.seqlen_k - p.seqlen_q);
-      s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -by_col[2 * (e / 4) + e % 2]));
+    for (int h = 0; h < 2; ++h) {
+      const int key = key0 + tile::AccLayout::row(t_wg, 2 * h);
+      key_ok[h] = key < p.seqlen_k;
+      first_seen[h] = Tr::kCausal
+                          ? key - (m_block * Tr::kBlockM + col0) - (p.seqlen_k - p.seqlen_q)
+                          : INT32_MIN;
     }
-    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
+    ptx::wgmma_wait_group<1>();
+    tile::pin_registers(s);
 #pragma unroll
-    for (int i = 0; i < Tr::kSAcc / 4; ++i)
+    for (int e0 = 0; e0 < Tr::kSAcc; e0 += 4)  // e = e0 + 2 h + j: column offset e0 * 2 + j
 #pragma unroll
-      for (int j = 0; j < 2; ++j)
-        by_col[2 * i + j] = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (col0 + 8 * i + j)));
+      for (int j = 0; j < 2; ++j) {
+        const float l = __uint_as_float(ptx::ld_shared_u32(lse + 4 * (col0 + 2 * e0 + j)));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int e = e0 + 2 * h + j;
+          const bool masked = !key_ok[h] || tile::AccLayout::col_offset(e) < first_seen[h];
+          s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -l));
+        }
+      }
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
 #pragma unroll
-    for (int e = 0; e < Tr::kSAcc; ++e) dp[e] = s[e] * (dp[e] - by_col[2 * (e / 4) + e % 2]);
+    for (int e0 = 0; e0 < Tr::kSAcc; e0 += 4)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float d = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (col0 + 2 * e0 + j)));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int e = e0 + 2 * h + j;
+          dp[e] = s[e] * (dp[e] - d);
+        }
+      }
+    // Packed for the RS GEMMs after dS^T: P^T in 32-bit registers and in 16-bit pairs at
+    // once would not fit with block_m 128.
+    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(dp, ds_frag);
     // Line 23: dV_j += P^T dO_i (A from registers).
     tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
     // Line 25 (dS to shared memory), while dV's GEMM runs: the warpgroup's 64 rows of dS^T.
     // Their last reader was the dQ GEMM of step t - ds_stages: with the key split this
-    // warpgroup's own, complete at its wait; with the head-dim split also the other
-    // warpgroup's, complete before it joined the barrier of step t - 1.
+    // warpgroup's own, complete at its wait; with the others also the other warpgroup's,
+    // complete before it joined the barrier of step t - 1.
     const uint32_t ds = sm.ds_tile(Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages);
     tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kBlockM>(ds_frag, ds, 64 * wg, 0, t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
-    if (Tr::kSplitD)
+    if (Tr::kSharedDs)
       ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
     else
       ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
     // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
-    // split), or its 64 columns over all the keys (head-dim split).
+    // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
     float dq[Tr::kDqAcc];
-    if constexpr (Tr::kSplitD)
+    if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
       tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KChunk>(
           dq, ds, 0, sm.k + wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
+    else if constexpr (Tr::kDqSplit == DqSplit::Queries)
+      tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
+          dq, ds, dq_row0, sm.k, tile::Accumulate::No);
     else
       tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
           dq, ds + wg * Tr::kRows64, 0, sm.k + wg * Tr::kRows64, tile::Accumulate::No);
@@ -331,7 +369,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // Lines 27-33: the part to shared memory for the dQ writer once it has read the last,
     // while dK's GEMM runs.
     tile::mbarrier_wait(sm.dq_empty_bar(dq_part), static_cast<uint32_t>((t & 1) ^ 1));
-    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kDqCols>(dq, sm.dq_tile(dq_part), 0,
+    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kDqCols>(dq, sm.dq_tile(dq_part), dq_row0,
                                                                 dq_col0, t_wg);
     ptx::fence_proxy_async_shared();
     ptx::mbarrier_arrive(sm.dq_full_bar(dq_part));

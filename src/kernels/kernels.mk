@@ -152,7 +152,7 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # and mask, all in the production set (a backward call runs the first that matches; each
 # cubin also holds the call's preprocess and postprocess kernels).
 BWD_PRODUCTION_KERNELS := \
-  fa3_bwd_f16_d64_m64_n128_s2_w2 fa3_bwd_f16_d64_m64_n128_s2_w2_causal \
+  fa3_bwd_f16_d64_m128_n128_s2_w2_dqq fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_causal \
-  fa3_bwd_bf16_d64_m64_n128_s2_w2 fa3_bwd_bf16_d64_m64_n128_s2_w2_causal \
+  fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal

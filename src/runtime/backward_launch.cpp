@@ -55,12 +55,12 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   // check_backward_inputs bounded the grids: heads and batch at most 65535, blocks below 2^31.
   const BwdConfig& c = kernel.bwd;
   const BackwardWorkspace ws = backward_workspace(prob);
-  const int64_t rows = (prob.seqlen_q + c.block_m - 1) / c.block_m * c.block_m;
-  // The workspace's layout rounds to kWorkspaceRowBlock rows; the kernel's query blocks must
-  // tile it exactly.
-  if (rows != (prob.seqlen_q + kWorkspaceRowBlock - 1) / kWorkspaceRowBlock * kWorkspaceRowBlock)
+  const int64_t rows =
+      (prob.seqlen_q + kWorkspaceRowBlock - 1) / kWorkspaceRowBlock * kWorkspaceRowBlock;
+  if (c.block_m > kWorkspaceRowBlock || kWorkspaceRowBlock % c.block_m != 0 ||
+      c.block_m < kWorkspaceSemaphoreRows)
     return make_error(FA3_ERR_INTERNAL, "kernel " + kernel.name +
-                                            " has query blocks the workspace layout does not");
+                                            " has query blocks the workspace layout does not tile");
   BwdParams p;
   std::memset(&p, 0, sizeof p);
   Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
@@ -91,7 +91,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.heads_kv = static_cast<int32_t>(prob.heads_kv);
   p.batch = static_cast<int32_t>(prob.batch);
   p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
-  p.num_m_blocks = static_cast<int32_t>(rows / c.block_m);
+  p.num_m_blocks = static_cast<int32_t>((prob.seqlen_q + c.block_m - 1) / c.block_m);
   p.num_n_blocks = static_cast<int32_t>((prob.seqlen_k + c.block_n - 1) / c.block_n);
   p.scale = prob.softmax_scale;
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);

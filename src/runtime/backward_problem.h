@@ -25,15 +25,17 @@ struct BackwardProblem {
 };
 
 // The fp32 scratch of one backward call, as byte offsets from the workspace base (256-byte
-// aligned, as is each region). With seqlen_q_rounded = seqlen_q rounded up to 64 rows:
-// lse_log2 and dpsum: float[batch * heads * seqlen_q_rounded]; dq_accum: float[batch * heads *
-// seqlen_q_rounded * head_dim]; dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64].
-// total: the bytes a workspace needs (the end of dq_semaphore).
+// aligned, as is each region). With seqlen_q_rounded = seqlen_q rounded up to 128 rows (the
+// largest query block of a backward kernel): lse_log2 and dpsum: float[batch * heads *
+// seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
+// dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
+// smallest, 64 rows). total: the bytes a workspace needs (the end of dq_semaphore).
 struct BackwardWorkspace {
   size_t lse_log2, dpsum, dq_accum, dq_semaphore, total;
 };
 constexpr size_t kWorkspaceAlignment = 256;
-constexpr int64_t kWorkspaceRowBlock = 64;  // the rows of a dq_semaphore entry
+constexpr int64_t kWorkspaceRowBlock = 128;      // seqlen_q_rounded's multiple: the largest block_m
+constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob);
 

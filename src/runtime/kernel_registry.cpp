@@ -120,7 +120,8 @@ std::string bwd_kernel_name(const BwdConfig& c) {
                   std::to_string(c.head_dim) + "_m" + std::to_string(c.block_m) + "_n" +
                   std::to_string(c.block_n) + "_s" + std::to_string(c.stages) + "_w" +
                   std::to_string(c.consumer_warpgroups);
-  if (c.dq_split_head_dim) s += "_dqh";
+  if (c.dq_split == DqSplit::HeadDim) s += "_dqh";
+  if (c.dq_split == DqSplit::Queries) s += "_dqq";
   if (c.causal) s += "_causal";
   return s;
 }

@@ -306,7 +306,8 @@ CheckResult half_blocks(const KernelReport& k) {
 //   S^T = K_j Q_i^T and dP^T = V_j dO_i^T  SS, HGMMA.64x{block_m}x16, head_dim/16 k-steps each
 //   dV += P^T dO_i and dK += dS^T Q_i      RS, HGMMA.64x{head_dim}x16, block_m/16 k-steps each
 //   dQ_i part = dS K_j                     SS, HGMMA.64x{head_dim}x16, 64/16 = 4 k-steps
-//     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, block_n/16 k-steps)
+//     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, _dqq: HGMMA.64x{head_dim}x16, block_n/16
+//     k-steps)
 // The mainloop (the innermost loop with the most wgmma) must hold exactly these, once per
 // iteration (or a whole multiple, were ptxas to unroll it).
 CheckResult bwd_gemms(const KernelReport& k) {
@@ -321,10 +322,11 @@ CheckResult bwd_gemms(const KernelReport& k) {
   std::map<WgmmaKind, size_t> expected;
   expected[WgmmaKind{opcode, s_shape, "SS"}] += 2 * static_cast<size_t>(d / 16);  // S^T, dP^T
   expected[WgmmaKind{opcode, d_shape, "RS"}] += 2 * static_cast<size_t>(bm / 16);  // dV, dK
-  const bool split = k.traits.dq_split_head_dim && k.traits.block_n && k.traits.consumer_warpgroups &&
-                     *k.traits.consumer_warpgroups > 0;
-  const int dq_cols = split ? d / *k.traits.consumer_warpgroups : d;
-  const int dq_steps = split ? *k.traits.block_n / 16 : 64 / 16;
+  const bool all_keys = k.traits.dq_split != DqSplit::Keys && k.traits.block_n &&
+                        k.traits.consumer_warpgroups && *k.traits.consumer_warpgroups > 0;
+  const int dq_cols =
+      all_keys && k.traits.dq_split == DqSplit::HeadDim ? d / *k.traits.consumer_warpgroups : d;
+  const int dq_steps = all_keys ? *k.traits.block_n / 16 : 64 / 16;
   expected[WgmmaKind{opcode, "64x" + std::to_string(dq_cols) + "x16", "SS"}] += static_cast<size_t>(dq_steps);  // dQ
   size_t per_step = 0;
   for (const auto& [kind, n] : expected) per_step += n;

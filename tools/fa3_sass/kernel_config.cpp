@@ -192,7 +192,7 @@ void read_bwd_name(KernelTraits& t, const std::string& name) {
   t.options.causal = c.causal;
   t.producer_regs = c.producer_regs();
   t.consumer_regs = c.consumer_regs();
-  t.dq_split_head_dim = c.dq_split_head_dim;
+  t.dq_split = c.dq_split;
 }
 
 const FwdOption& loop_option() {

@@ -60,9 +60,10 @@ struct KernelTraits {
   // The registers setmaxnreg gives the producer warpgroup (dec) and the consumers (inc), where
   // the config fixes them (backward: BwdConfig::producer_regs / consumer_regs).
   std::optional<int> producer_regs, consumer_regs;
-  // Backward _dqh: each consumer warpgroup computes head_dim / consumer_warpgroups columns of
-  // dQ_i over all block_n keys (else all of dQ_i over its 64 keys).
-  bool dq_split_head_dim = false;
+  // Backward: how the consumer warpgroups split dQ_i (bwd_config.h): _dqh head_dim /
+  // warpgroups columns, _dqq 64 rows, each over all block_n keys; else all of dQ_i each over
+  // its 64 keys.
+  DqSplit dq_split = DqSplit::Keys;
   std::vector<std::string> unknown_tokens;
   std::vector<std::string> notes;  // where a trait came from when not from the name
 };
