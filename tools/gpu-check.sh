@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize backward python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
 #   side-by-side: bench/compare.py --side-by-side, bf16 then fp16 (a process each): this
 #       build's build/libfa3.so, the previous build's .prev/libfa3.so and the public FA3 of
 #       .anchors/fa3 (carry .prev and .anchors with build), same inputs, the order rotating
@@ -11,6 +11,8 @@
 #       this/public). ~1-2 min a dtype (each log starts with the run's estimate and ends
 #       with its real time); $SIDE_BY_SIDE_ARGS adds options (e.g. --systems
 #       fa3,fa3-prev,fa3-public,cudnn)
+#   backward: the backward's GPU tests (without [large]), fa3-sass on its kernels and the
+#       sanitizers on its [sanitize] cases
 #   side-by-side-bwd: the same for the backward (bench/compare.py --side-by-side --direction
 #       bwd), bf16 then fp16: fa3 (fa3.backward), the public FA3 of .anchors/fa3 and cuDNN
 #       (torch.autograd.grad through each), every system's forward run once per input set
@@ -106,6 +108,13 @@ for step in "${steps[@]}"; do
       tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass" ;;
     sanitize)
       run_step sanitize 500 tools/sanitize.sh build/fa3_tests ;;
+    backward)
+      # The backward alone: its GPU tests (not [large]), fa3-sass on its kernels, and the
+      # three sanitizers on its [sanitize] cases.
+      run_step backward-tests 200 build/fa3_tests '[gpu][backward]~[large]'
+      run_step backward-sass 120 build/fa3-sass --lib build/libfa3.so 'fa3_bwd_*'
+      run_step backward-sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' \
+        tools/sanitize.sh build/fa3_tests ;;
     python)
       run_step python 300 tools/run_python_tests.sh ;;
     compare)

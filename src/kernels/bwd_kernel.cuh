@@ -261,7 +261,6 @@ template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                              const BwdWork<Tr>& w, int wg) {
   const int t_wg = static_cast<int>(threadIdx.x % 128);
-  const int lane = t_wg % 32;
   const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
   // This warpgroup's dQ part: the key split's own tile, or its columns (head-dim split) or
   // rows (query split) of the shared one.
@@ -376,7 +375,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dk);
     // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
-    if (lane == 0) sm.pipe.consumer_release(st);
+    // Every thread arrives after its own reads of L_i and D_i: a lane-0 arrival would not
+    // order the other lanes' reads before the producer's next copy into the stage
+    // (racecheck reported them).
+    sm.pipe.consumer_release(st);
     st.advance();
   }
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
@@ -407,7 +409,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   const BwdSmem<Tr> sm(base);
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
-    sm.pipe.init(4 * Tr::kConsumers);
+    sm.pipe.init(128 * Tr::kConsumers);
     for (int part = 0; part < Tr::kDqParts; ++part) {
       ptx::mbarrier_init(sm.dq_full_bar(part), 128 * Tr::kConsumers / Tr::kDqParts);
       ptx::mbarrier_init(sm.dq_empty_bar(part), 1);
