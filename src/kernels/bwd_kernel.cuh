@@ -227,8 +227,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
       // (causal: a block's first query block never decreases with the block), so this one's
       // turn is its index.
-      while (ptx::ld_acquire_gpu(semaphore) != w.n_block) {
-      }
+      tile::wait_counter_equals(semaphore, w.n_block);
     }
     for (int part = 0; part < Tr::kDqParts; ++part) {
       tile::mbarrier_wait(sm.dq_full_bar(part), static_cast<uint32_t>(t & 1));

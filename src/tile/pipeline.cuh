@@ -10,6 +10,7 @@
 
 #include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/semaphore.cuh"
 
 #if FA3_DEBUG_HANG
 #include <stdio.h>
@@ -46,6 +47,25 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
   }
 #else
   while (!try_wait()) {
+  }
+#endif
+}
+
+// Waits until the global counter reads `value` (acquire, GPU scope: what its writer released
+// before raising it is visible after). The backward's deterministic dQ order. Debug builds
+// give up after ~2^34 cycles with a message and a trap.
+__device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int32_t value) {
+#if FA3_DEBUG_HANG
+  const long long start = clock64();
+  while (ptx::ld_acquire_gpu(counter) != value) {
+    if (clock64() - start > (1ll << 34)) {
+      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %d)\n",
+             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, value);
+      __trap();
+    }
+  }
+#else
+  while (ptx::ld_acquire_gpu(counter) != value) {
   }
 #endif
 }
