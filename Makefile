@@ -31,8 +31,10 @@ include src/kernels/kernels.mk
 KERNEL_SET ?= production
 ifeq ($(KERNEL_SET),lab)
 FWD_KERNELS := $(FWD_PRODUCTION_KERNELS) $(FWD_LAB_KERNELS)
+BWD_KERNELS := $(BWD_PRODUCTION_KERNELS) $(BWD_LAB_KERNELS)
 else ifeq ($(KERNEL_SET),production)
 FWD_KERNELS := $(FWD_PRODUCTION_KERNELS)
+BWD_KERNELS := $(BWD_PRODUCTION_KERNELS)
 else
 $(error KERNEL_SET must be production or lab, not '$(KERNEL_SET)')
 endif
@@ -55,7 +57,7 @@ endif
 KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h \
                               src/kernels/fwd/*.cuh src/kernels/lab/*.cuh)
 
-CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS) $(BWD_PRODUCTION_KERNELS))
+CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS) $(BWD_KERNELS))
 
 $(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)

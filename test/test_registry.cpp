@@ -451,6 +451,11 @@ std::set<std::string> backward_kernels() {
   return {words.begin(), words.end()};
 }
 
+std::set<std::string> backward_lab_kernels() {
+  const std::vector<std::string> words = kernels_mk_words("BWD_LAB_KERNELS");
+  return {words.begin(), words.end()};
+}
+
 // The kernels the built-in tuning table names.
 std::set<std::string> table_kernels() {
   std::ifstream in("src/runtime/tuning_table.json");
@@ -565,7 +570,11 @@ TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][regi
   bool lab_build = false;
   for (const std::string& name : compiled)
     lab_build = lab_build || (production.count(name) == 0 && backward.count(name) == 0);
-  if (lab_build) expected.insert(lab.begin(), lab.end());
+  if (lab_build) {
+    expected.insert(lab.begin(), lab.end());
+    const std::set<std::string> backward_lab = backward_lab_kernels();
+    expected.insert(backward_lab.begin(), backward_lab.end());
+  }
   CHECK(compiled == expected);
 }
 
@@ -584,6 +593,11 @@ TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and ma
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
   CHECK(covered.size() == backward.size());
+  for (const std::string& name : backward_lab_kernels()) {
+    INFO(name << " (BWD_LAB_KERNELS)");
+    CHECK(fa3::parse_bwd_kernel_name(name));
+    CHECK(backward.count(name) == 0);
+  }
   for (const char* dtype : {"f16", "bf16"})
     for (const char* d : {"_d64", "_d128"})
       for (const char* mask : {"", "_causal"}) {
@@ -603,9 +617,10 @@ TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and ma
   CHECK_FALSE(fa3::parse_bwd_kernel_name(std::string("fa3_bwd_f16_d64_m64_n128_s2_w2\0x", 32), &why));
   // Backward kernels are not forward kernels: the tuning table and forward calls never see them.
   for (const fa3::KernelInfo& k : fa3::compiled_kernels()) CHECK(k.direction == fa3::Direction::Forward);
+  const std::set<std::string> backward_lab = backward_lab_kernels();
   for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels()) {
     CHECK(k.direction == fa3::Direction::Backward);
-    CHECK(backward.count(k.name) == 1);
+    CHECK(backward.count(k.name) + backward_lab.count(k.name) == 1);
     CHECK(fa3::find_compiled_kernel(k.name) == nullptr);
     CHECK(fa3::find_any_compiled_kernel(k.name) == &k);
   }

@@ -82,7 +82,7 @@ struct BwdTraits {
   static_assert(kDqSplit != DqSplit::HeadDim || kDqCols == 64,
                 "the head-dim split gives a warpgroup one K chunk");
   static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M");
-  static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a one-chunk-wide tile
+  static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a 128-byte chunk
   static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
   static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
