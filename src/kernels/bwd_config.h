@@ -128,10 +128,10 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     r.error = "a backward kernel name starts with fa3_bwd_f16 or fa3_bwd_bf16";
     return r;
   }
-  const char prefixes[5] = {'d', 'm', 'n', 's', 'w'};
-  int numbers[5] = {};
-  for (int i = 0; i < 5; ++i) {
-    numbers[i] = number_at(name, &pos, prefixes[i]);
+  // The forward's numbers, in its order (fwd_names.h): d, m, n, s, w.
+  int numbers[kFwdNumberCount] = {};
+  for (int i = 0; i < kFwdNumberCount; ++i) {
+    numbers[i] = number_at(name, &pos, kFwdNumbers[i].prefix);
     if (numbers[i] < 0) {
       r.error = "the dtype is followed by _d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<warpgroups>";
       return r;

@@ -289,24 +289,14 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_grid(*q);
   if (e.failed()) return e;
 
-  fa3_params defaults{};
-  if (!p) p = &defaults;
-  if (p->causal != 0 && p->causal != 1)
-    return invalid("p->causal must be 0 or 1 (got " + num(p->causal) + ")");
-  if (!(p->softmax_scale >= 0.0f) || std::isinf(p->softmax_scale))
-    return invalid("p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got " +
-                   std::to_string(p->softmax_scale) + ")");
-  if (p->deterministic != 0 && p->deterministic != 1)
-    return invalid("p->deterministic must be 0 or 1 (got " + num(p->deterministic) + ")");
-
   BackwardProblem prob;
+  e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);
+  if (e.failed()) return e;
+  if (p != nullptr && p->deterministic != 0 && p->deterministic != 1)
+    return invalid("p->deterministic must be 0 or 1 (got " + num(p->deterministic) + ")");
+  prob.deterministic = p != nullptr && p->deterministic == 1;
   prob.dtype = q->dtype == FA3_BF16 ? DType::BF16 : DType::F16;
   prob.head_dim = static_cast<int>(q->head_dim);
-  prob.causal = p->causal == 1;
-  prob.deterministic = p->deterministic == 1;
-  prob.softmax_scale = p->softmax_scale != 0.0f
-                           ? p->softmax_scale
-                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(q->head_dim)));
   prob.batch = q->batch;
   prob.seqlen_q = q->seqlen;
   prob.seqlen_k = k->seqlen;

@@ -103,6 +103,24 @@ Error check_no_self_overlap(const fa3_tensor& t, const char* name) {
   return Error::ok();
 }
 
+Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal, float* scale) {
+  if (p == nullptr) {
+    *causal = false;
+    *scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+    return Error::ok();
+  }
+  if (p->causal != 0 && p->causal != 1)
+    return invalid("p->causal must be 0 or 1 (got " + num(p->causal) + ")");
+  if (!(p->softmax_scale >= 0.0f) || std::isinf(p->softmax_scale))
+    return invalid("p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got " +
+                   std::to_string(p->softmax_scale) + ")");
+  *causal = p->causal == 1;
+  *scale = p->softmax_scale != 0.0f
+               ? p->softmax_scale
+               : static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+  return Error::ok();
+}
+
 Error check_same(const char* field, const char* t_name, int64_t t_value, const char* ref_name,
                  int64_t ref_value) {
   if (t_value == ref_value) return Error::ok();
@@ -171,21 +189,11 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
                           num(static_cast<int64_t>(std::min<Int128>(blocks, INT64_MAX))) +
                           " exceeds the 2^31 - 1 blocks of a grid");
 
-  fa3_params defaults{};
-  if (!p) p = &defaults;
-  if (p->causal != 0 && p->causal != 1)
-    return invalid("p->causal must be 0 or 1 (got " + num(p->causal) + ")");
-  if (!(p->softmax_scale >= 0.0f) || std::isinf(p->softmax_scale))
-    return invalid("p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got " +
-                   std::to_string(p->softmax_scale) + ")");
-
   ForwardProblem prob;
+  e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);
+  if (e.failed()) return e;
   prob.dtype = q->dtype == FA3_BF16 ? DType::BF16 : DType::F16;
   prob.head_dim = static_cast<int>(q->head_dim);
-  prob.causal = p->causal == 1;
-  prob.softmax_scale = p->softmax_scale != 0.0f
-                           ? p->softmax_scale
-                           : static_cast<float>(1.0 / std::sqrt(static_cast<double>(q->head_dim)));
   prob.batch = q->batch;
   prob.seqlen_q = q->seqlen;
   prob.seqlen_k = k->seqlen;

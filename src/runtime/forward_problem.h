@@ -71,6 +71,11 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
 // No two elements of an output may share memory: the kernels write every element exactly
 // once, in parallel.
 Error check_no_self_overlap(const fa3_tensor& t, const char* name);
+// The fields of fa3_params both directions read (p may be NULL: the defaults): causal 0 or
+// 1, softmax_scale finite and >= 0; *causal and *scale (0 -> 1/sqrt(head_dim)) on success.
+// Reads nothing past softmax_scale and causal (callers built against the first, shorter
+// fa3_params pass it to fa3_forward).
+Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal, float* scale);
 // "<t_name>-><field> (t_value) must equal <ref_name>-><field> (ref_value)"
 Error check_same(const char* field, const char* t_name, int64_t t_value, const char* ref_name,
                  int64_t ref_value);

@@ -116,10 +116,11 @@ std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::str
 }
 
 std::string bwd_kernel_name(const BwdConfig& c) {
-  std::string s = std::string("fa3_bwd_") + dtype_name(c.dtype) + "_d" +
-                  std::to_string(c.head_dim) + "_m" + std::to_string(c.block_m) + "_n" +
-                  std::to_string(c.block_n) + "_s" + std::to_string(c.stages) + "_w" +
-                  std::to_string(c.consumer_warpgroups);
+  std::string s = std::string("fa3_bwd_") + dtype_name(c.dtype);
+  const int numbers[kFwdNumberCount] = {c.head_dim, c.block_m, c.block_n, c.stages,
+                                        c.consumer_warpgroups};
+  for (int i = 0; i < kFwdNumberCount; ++i)
+    s += std::string("_") + kFwdNumbers[i].prefix + std::to_string(numbers[i]);
   if (c.dq_split == DqSplit::HeadDim) s += "_dqh";
   if (c.dq_split == DqSplit::Queries) s += "_dqq";
   if (c.causal) s += "_causal";
