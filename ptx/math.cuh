@@ -92,6 +92,13 @@ __device__ __forceinline__ uint32_t ld_shared_u32(uint32_t addr) {
   return value;
 }
 
+// Two floats from shared memory (8-byte aligned address), in one load.
+__device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr) : "memory");
+  return v;
+}
+
 // Four 32-bit words from shared memory (16-byte aligned address), in one load.
 __device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
   uint4 v;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "fa3/fa3.h"
+#include "kernels/bwd_config.h"
 #include "kernels/bwd_params.h"
 #include "runtime/backward_problem.h"
 #include "runtime/handle.h"
@@ -627,6 +628,43 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.total == w.dq_semaphore + rows / 64 * 4);
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
+}
+
+TEST_CASE("backward: the dQ accumulator's block layout (DqAccumLayout)", "[cpu][api]") {
+  // Every element of a block has its own float, the warpgroups' 64-row parts are contiguous
+  // runs at part_offset, and within a band the order is tile::AccFragmentOrder's.
+  for (int head_dim : {64, 128, 256})
+    for (int block_m : {64, 128}) {
+      const fa3::DqAccumLayout layout{head_dim};
+      std::vector<int> seen(static_cast<size_t>(block_m) * head_dim, 0);
+      for (int row = 0; row < block_m; ++row)
+        for (int col = 0; col < head_dim; ++col) {
+          const int64_t f = layout.float_index(row, col);
+          REQUIRE(f >= 0);
+          REQUIRE(f < static_cast<int64_t>(seen.size()));
+          ++seen[static_cast<size_t>(f)];
+          const int64_t band = layout.part_offset(row / 64 * 64, 0);
+          const int within = static_cast<int>(f - band);
+          REQUIRE(within < 64 * head_dim);
+          CHECK(fa3::tile::AccFragmentOrder::row_of(within) == row % 64);
+          CHECK(fa3::tile::AccFragmentOrder::col_of(within) == col);
+          // A 64-column part starting at col0 holds its columns' floats from part_offset on.
+          const int col0 = col / 64 * 64;
+          const int64_t part = layout.part_offset(row / 64 * 64, col0);
+          CHECK(f - part >= 0);
+          CHECK(f - part < 64 * 64);
+        }
+      for (int n : seen) REQUIRE(n == 1);
+    }
+  // Thread t's value e of a warpgroup part goes where AccStagingTile stages it.
+  const fa3::DqAccumLayout layout{128};
+  for (int t = 0; t < 128; ++t)
+    for (int e = 0; e < 32; ++e) {
+      const int i = fa3::tile::AccFragmentOrder::index(t, e);
+      const int row = fa3::tile::AccFragmentOrder::row_of(i), col = fa3::tile::AccFragmentOrder::col_of(i);
+      CHECK(layout.float_index(row, 64 + col) == layout.part_offset(0, 64) + i);
+      CHECK(layout.float_index(64 + row, col) == layout.part_offset(64, 0) + i);
+    }
 }
 
 TEST_CASE("backward: the first compiled kernel that fits runs; none is a sentence",

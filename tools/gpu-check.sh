@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize backward python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems clocks
+#   steps: info layers tests tests-rest bench sass sanitize backward python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems ncu-bwd clocks
 #   side-by-side: bench/compare.py --side-by-side, bf16 then fp16 (a process each): this
 #       build's build/libfa3.so, the previous build's .prev/libfa3.so and the public FA3 of
 #       .anchors/fa3 (carry .prev and .anchors with build), same inputs, the order rotating
@@ -190,6 +190,24 @@ for step in "${steps[@]}"; do
           --warmup 3 --iters 1 2>&1 | grep -v "^#"
         ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz"
         rm -f "$OUT/ncu_$k.ncu-rep"; done' ;;
+    ncu-bwd)
+      # One backward cell ($PROFILE_ARGS, default --hdim 128 --seqlen 8192 --causal 1)
+      # profiled for each system in $PROFILE_SYSTEMS (default fa3 fa3-public; carry .anchors):
+      # the main backward kernel's throughput, pipes, warp states and memory sections, and
+      # fa3's per-instruction SASS samples as $OUT/source_bwd_<system>.csv.gz.
+      run_step ncu-bwd 500 bash -c 'cd bench; for s in ${PROFILE_SYSTEMS:-fa3 fa3-public}; do
+        echo "### $s ${PROFILE_ARGS:=--hdim 128 --seqlen 8192 --causal 1}"
+        ncu --kernel-name-base demangled \
+          --kernel-name regex:"FlashAttnBwdSm90|cudnn.*(dgrad|bprop|bwd)|^fa3_bwd_[a-z0-9_]*_w[0-9](_dq[hq])?(_causal)?$" \
+          --launch-skip 1 --launch-count 1 --set none --section SpeedOfLight \
+          --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
+          --section Occupancy --section WarpStateStats --section SchedulerStats \
+          --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/ncu_bwd_$s" -f \
+          python3 profile_call.py --system $s --public-fa3 ../.anchors/fa3 --direction bwd \
+          $PROFILE_ARGS 2>&1 | tail -3
+        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---"
+        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_bwd_$s.csv.gz"
+        rm -f "$OUT/ncu_bwd_$s.ncu-rep"; done' ;;
     clocks)
       run_step clocks 300 env PYTHONUNBUFFERED=1 python3 bench/clock_trace.py --json "$OUT/clocks.json" ${CLOCK_ARGS:---seqlens 4096,8192,16384} ;;
     ncu-systems)

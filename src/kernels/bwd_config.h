@@ -10,8 +10,11 @@
 // warpgroups (DqSplit) by keys (each computes the whole dQ_i over its 64 keys: two fp32
 // partial sums go to the accumulator per step), or from the whole dS^T in shared memory (a
 // barrier between the warpgroups per step, one sum per step: half the reduce-add traffic) by
-// head dim (_dqh: head_dim / 2 columns each) or by queries (_dqq: block_m / 2 rows each). A
-// cubin holds three kernels: the name's (the main loop), and
+// head dim (_dqh: head_dim / 2 columns each) or by queries (_dqq: block_m / 2 rows each).
+// Each warpgroup stages its part in fragment order (tile::AccStagingTile) and the dQ writer
+// adds it with one plain bulk reduce-add: the workspace's dQ accumulator keeps each query
+// block as block_m / 64 bands of 64 rows x head_dim in tile::AccFragmentOrder (DqAccumLayout).
+// A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
 #pragma once
@@ -20,6 +23,7 @@
 
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_names.h"
+#include "tile/fragment_order.h"  // FA3_HOST_DEVICE
 
 namespace fa3 {
 
@@ -41,9 +45,7 @@ struct BwdConfig {
   // dS^T tiles in flight: when the dQ GEMMs read both warpgroups' rows, a warpgroup writes
   // the next step's while the other may still read this step's.
   constexpr int ds_stages() const { return dq_shared_ds() ? 2 : 1; }
-  // The dQ_i parts per step (each a block_m x head_dim fp32 tile in shared memory), and the
-  // rows and columns of a warpgroup's dQ accumulator.
-  constexpr int dq_parts() const { return dq_shared_ds() ? 1 : consumer_warpgroups; }
+  // The rows and columns of a warpgroup's dQ accumulator (its part of dQ_i).
   constexpr int dq_rows() const {
     return dq_split == DqSplit::Queries ? block_m / consumer_warpgroups : block_m;
   }
@@ -65,13 +67,13 @@ struct BwdSmemLayout {
   uint32_t q_offset, do_offset, qdo_stage_bytes;  // Q_i and dO_i stages
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
   uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
-  uint32_t dq_offset, dq_bytes;  // per dQ part: block_m x head_dim fp32
+  uint32_t dq_offset, dq_bytes;  // per consumer warpgroup: its dQ part, fp32, fragment order
   uint32_t barrier_offset;
   uint32_t total_bytes;
 
   static constexpr uint32_t barrier_count(const BwdConfig& c) {
-    // kv_full; q_full[s], q_empty[s]; dq_full[part], dq_empty[part]
-    return 1u + 2u * c.stages + 2u * c.dq_parts();
+    // kv_full; q_full[s], q_empty[s]; dq_full[warpgroup], dq_empty[warpgroup]
+    return 1u + 2u * c.stages + 2u * c.consumer_warpgroups;
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {
@@ -84,10 +86,10 @@ struct BwdSmemLayout {
     l.do_offset = l.q_offset + l.qdo_stage_bytes * c.stages;
     l.ds_bytes = static_cast<uint32_t>(c.block_n * c.block_m * 2);
     l.ds_offset = l.do_offset + l.qdo_stage_bytes * c.stages;
-    l.dq_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 4);
+    l.dq_bytes = static_cast<uint32_t>(c.dq_rows() * c.dq_cols() * 4);
     l.dq_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
     l.stats_stage_bytes = static_cast<uint32_t>(2 * c.block_m * 4);
-    l.stats_offset = l.dq_offset + l.dq_bytes * c.dq_parts();
+    l.stats_offset = l.dq_offset + l.dq_bytes * c.consumer_warpgroups;
     l.barrier_offset = l.stats_offset + l.stats_stage_bytes * c.stages;
     l.total_bytes = l.barrier_offset + 8u * barrier_count(c) + 1024u;  // + alignment slack
     return l;
@@ -106,6 +108,26 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
          (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64) &&
          BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
+
+// Where a query block's dQ sits in the workspace's fp32 accumulator (per (batch, head):
+// seqlen_q_rounded x head_dim floats, the blocks in row order). A block of block_m rows is
+// block_m / 64 bands of 64 rows x head_dim, each in tile::AccFragmentOrder (8-column group i
+// of the band at floats 512 i .. 512 i + 511), so that a warpgroup's 64-row part is one
+// contiguous run of the band: one bulk reduce-add, no tensor map, no swizzle. The
+// postprocess reads it back through float_index.
+struct DqAccumLayout {
+  int head_dim;
+  // Floats from the block's start to the part whose first row and column are (row0, col0),
+  // row0 a multiple of 64 and col0 of 8.
+  FA3_HOST_DEVICE constexpr int64_t part_offset(int row0, int col0) const {
+    return static_cast<int64_t>(row0 / 64) * 64 * head_dim + static_cast<int64_t>(col0) * 64;
+  }
+  // Float index in the block of its element (row, col): (AccFragmentOrder::index inverted).
+  FA3_HOST_DEVICE constexpr int64_t float_index(int row, int col) const {
+    const int r = row % 64, thread = 32 * (r / 16) + 4 * (r % 8) + (col % 8) / 2;
+    return part_offset(row - r, 0) + (col / 8) * 512 + 4 * thread + 2 * ((r % 16) / 8) + col % 2;
+  }
+};
 
 struct BwdNameParse {
   bool ok = false;

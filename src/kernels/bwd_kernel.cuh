@@ -6,14 +6,16 @@
 //   warpgroup 0, warp 0   the producer: K_j and V_j, then Q_i, dO_i (TMA) and LSE_i, D_i (bulk
 //                         copies) of each step into an s-stage pipeline (lines 4-12)
 //   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
-//                         of the workspace with bulk tensor reduce-adds from shared memory
-//                         (line 33); in deterministic mode after the K/V block before it
+//                         of the workspace with bulk reduce-adds from shared memory, one per
+//                         warpgroup's part (line 33); in deterministic mode after the K/V
+//                         block before it
 //   warpgroups 1..2       consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T (SS-wgmma,
 //                         keys as M, so that P^T and dS^T come out in the accumulator layout
 //                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
 //                         dV += P^T dO and dK += dS^T Q (RS-wgmma), dS^T to shared memory and
 //                         their part of dQ_i = dS K (SS-wgmma with a transposed A; by keys,
-//                         head-dim columns or query rows: DqSplit, bwd_config.h).
+//                         head-dim columns or query rows: DqSplit, bwd_config.h), staged in
+//                         fragment order for the writer (DqAccumLayout).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator and semaphores zeroed; line 2) and _post (dQ scaled
 // and converted; line 38).
@@ -65,7 +67,6 @@ struct BwdTraits {
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
   static constexpr int kDsStages = kCfg.ds_stages();
-  static constexpr int kDqParts = kCfg.dq_parts();
   static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr int kDqRows = kCfg.dq_rows();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
@@ -74,10 +75,10 @@ struct BwdTraits {
   using DsTile = tile::SmemTile<Elem, kBlockN, kBlockM>;   // dS^T: keys x queries
   using DsRows = tile::SmemTile<Elem, 64, kBlockM>;        // a warpgroup's 64 keys of it
   using KChunk = tile::SmemTile<Elem, kBlockN, 64>;        // one 64-column chunk of K_j
-  using DqTile = tile::SmemTile<tile::f32, kBlockM, kHeadDim>;  // a dQ_i part, fp32
+  using DqStaging = tile::AccStagingTile<kCfg.dq_cols()>;  // a warpgroup's dQ_i part, fp32
   using Pipe = tile::TmaPipeline<kStages>;
   static_assert(KVTile::kBytes == kSmem.kv_bytes && QTile::kBytes == kSmem.qdo_stage_bytes &&
-                    DsTile::kBytes == kSmem.ds_bytes && DqTile::kBytes == kSmem.dq_bytes,
+                    DsTile::kBytes == kSmem.ds_bytes && DqStaging::kBytes == kSmem.dq_bytes,
                 "tiles and the shared-memory plan agree");
   static_assert(kDqSplit != DqSplit::HeadDim || kDqCols == 64,
                 "the head-dim split gives a warpgroup one K chunk");
@@ -85,6 +86,7 @@ struct BwdTraits {
   static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a 128-byte chunk
   static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
   static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
+  static constexpr int kColGroups = kBlockM / 8;  // a thread's query column pairs (L_i, D_i)
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -109,7 +111,7 @@ struct BwdSmem {
     kv_full = bars;
     pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
     dq_full = bars + 8 + 16 * Tr::kStages;
-    dq_empty = dq_full + 8 * Tr::kDqParts;
+    dq_empty = dq_full + 8 * Tr::kConsumers;
   }
   __device__ __forceinline__ uint32_t q_stage(uint32_t s) const { return q + s * Tr::QTile::kBytes; }
   __device__ __forceinline__ uint32_t do_stage(uint32_t s) const {
@@ -125,11 +127,17 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t ds_tile(int stage) const {
     return ds + stage * Tr::DsTile::kBytes;
   }
-  __device__ __forceinline__ uint32_t dq_tile(int part) const {
-    return dq + part * Tr::DqTile::kBytes;
+  // Consumer warpgroup wg's dQ_i part, and its full / empty barriers.
+  __device__ __forceinline__ uint32_t dq_part(int wg) const {
+    return dq + wg * Tr::DqStaging::kBytes;
   }
-  __device__ __forceinline__ uint32_t dq_full_bar(int part) const { return dq_full + 8 * part; }
-  __device__ __forceinline__ uint32_t dq_empty_bar(int part) const { return dq_empty + 8 * part; }
+  __device__ __forceinline__ uint32_t dq_full_bar(int wg) const { return dq_full + 8 * wg; }
+  __device__ __forceinline__ uint32_t dq_empty_bar(int wg) const { return dq_empty + 8 * wg; }
+};
+
+// One step of a CTA: query block m_block of query head `head`.
+struct BwdStep {
+  int head, m_block;
 };
 
 // The CTA's work: K/V block n_block of (batch, kv_head), and the query blocks
@@ -159,11 +167,20 @@ struct BwdWork {
     const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
     return per_head * p.heads_per_kv_head;
   }
-  __device__ __forceinline__ void step(const BwdParams& p, int t, int* head, int* m_block) const {
-    const int per_head = p.num_m_blocks - m_begin;
-    *head = kv_head * p.heads_per_kv_head + t / per_head;
-    const int i = t % per_head;
-    *m_block = Tr::kCausal && p.deterministic ? p.num_m_blocks - 1 - i : m_begin + i;
+  __device__ __forceinline__ bool descending(const BwdParams& p) const {
+    return Tr::kCausal && p.deterministic;
+  }
+  // The first step, and each next one by a compare, not a division (the consumers' loop is
+  // short enough that an integer division per step showed in its profile).
+  __device__ __forceinline__ BwdStep first_step(const BwdParams& p) const {
+    return {kv_head * p.heads_per_kv_head, descending(p) ? p.num_m_blocks - 1 : m_begin};
+  }
+  __device__ __forceinline__ void advance(const BwdParams& p, BwdStep* s) const {
+    if (descending(p)) {
+      if (--s->m_block < m_begin) s->m_block = p.num_m_blocks - 1, ++s->head;
+    } else {
+      if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
+    }
   }
 };
 
@@ -185,9 +202,9 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     }
   tile::PipelineState<Tr::kStages> st;
   const int steps = w.steps(p);
-  for (int t = 0; t < steps; ++t) {
-    int head, m_block;
-    w.step(p, t, &head, &m_block);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int head = at.head, m_block = at.m_block;
     sm.pipe.producer_acquire(st);
     const uint32_t full =
         sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
@@ -206,37 +223,40 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
 }
 
-// Line 33: each step's dQ_i parts (in shared memory: one per consumer warpgroup with the key
-// split, one written by both with the head-dim split) added into the workspace's fp32
-// accumulator by bulk tensor reduce-adds (one thread). Deterministic: a query block's adds
-// wait until the K/V blocks before this one have made theirs (a counter per (batch, head,
-// query block) that each CTA raises once its adds are complete), and the parts go in order,
-// so every dQ element is summed in one order.
+// Line 33: each step's dQ_i parts (in shared memory, one per consumer warpgroup) added into
+// the workspace's fp32 accumulator by one bulk reduce-add each (one thread), as soon as that
+// warpgroup's part is staged. Deterministic: a query block's adds wait until the K/V blocks
+// before this one have made theirs (a counter per (batch, head, query block) that each CTA
+// raises once its adds are complete), and the parts go in order, so every dQ element is
+// summed in one order.
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
-  ptx::prefetch_tensormap(&p.tma_dq_accum);
+  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
   const int steps = w.steps(p);
-  for (int t = 0; t < steps; ++t) {
-    int head, m_block;
-    w.step(p, t, &head, &m_block);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int head = at.head, m_block = at.m_block;
+    const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
+    float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
     int32_t* semaphore = nullptr;
     if (p.deterministic) {
-      semaphore = p.dq_semaphore +
-                  (static_cast<int64_t>(w.batch) * p.heads + head) * p.num_m_blocks + m_block;
+      semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
       // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
       // (causal: a block's first query block never decreases with the block), so this one's
       // turn is its index.
       tile::wait_counter_equals(semaphore, w.n_block);
     }
-    for (int part = 0; part < Tr::kDqParts; ++part) {
-      tile::mbarrier_wait(sm.dq_full_bar(part), static_cast<uint32_t>(t & 1));
-      for (int c = 0; c < Tr::DqTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockM; r += 64)  // the map's boxes are 64 rows
-          ptx::tma_reduce_add_4d(&p.tma_dq_accum,
-                                 sm.dq_tile(part) + c * Tr::DqTile::kChunkBytes + r * 128,
-                                 c * Tr::DqTile::kChunkCols, m_block * Tr::kBlockM + r, head,
-                                 w.batch);
+#pragma unroll
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+      tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
+      // The key split's parts add to the same floats: in deterministic mode the second waits
+      // until the first is complete (the order of two bulk operations in flight is not).
+      if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
+      const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
+      const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
+      ptx::bulk_reduce_add_f32(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
+                               Tr::DqStaging::kBytes);
       ptx::bulk_commit_group();
     }
     if (p.deterministic) {
@@ -248,23 +268,22 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     } else {
       ptx::bulk_wait_group_read<0>();
     }
-    for (int part = 0; part < Tr::kDqParts; ++part) ptx::mbarrier_arrive(sm.dq_empty_bar(part));
+#pragma unroll
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
   }
   ptx::bulk_wait_group<0>();
 }
 
 // Lines 13-37 for consumer warpgroup wg (keys [n_block * block_n + 64 wg, + 64)). The GEMMs
-// of a step are issued so that the stores overlap them: dV's with the dS^T store, dK's with
-// the dQ part's.
+// of a step are issued so that the stores overlap them: the dS^T store with dV's GEMM, the dQ
+// part's with dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                              const BwdWork<Tr>& w, int wg) {
   const int t_wg = static_cast<int>(threadIdx.x % 128);
   const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
-  // This warpgroup's dQ part: the key split's own tile, or its columns (head-dim split) or
-  // rows (query split) of the shared one.
-  const int dq_part = Tr::kSharedDs ? 0 : wg;
-  const int dq_col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
+  // This warpgroup's part of dQ_i: its columns (head-dim split) or rows (query split) of the
+  // dQ_i that both compute from the shared dS^T, or all of it over its own keys (key split).
   const int dq_row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
   float dk[Tr::kAcc], dv[Tr::kAcc];
   tile::fill(dk, 0.0f);
@@ -272,9 +291,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   tile::mbarrier_wait(sm.kv_full, 0);
   tile::PipelineState<Tr::kStages> st;
   const int steps = w.steps(p);
-  for (int t = 0; t < steps; ++t) {
-    int head, m_block;
-    w.step(p, t, &head, &m_block);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int m_block = at.m_block;
     sm.pipe.consumer_wait(st);  // lines 16-17
     // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
     float s[Tr::kSAcc], dp[Tr::kSAcc];
@@ -282,15 +301,19 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
         s, sm.k, 64 * wg, sm.q_stage(st.index));
     tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, 64 * wg, sm.do_stage(st.index));
-    // L_i and D_i of the thread's query columns col0 + AccLayout::col_offset(e), each loaded
-    // where its two elements (one per row half) use it.
+    // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
+    // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
+    // g. L_i is loaded while the GEMMs run (a load at its use stalled the softmax).
     const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
     const int col0 = tile::AccLayout::col(t_wg, 0);
-    // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k);
-    // rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
+    float2 stat[Tr::kColGroups];
+#pragma unroll
+    for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(lse + 4 * (col0 + 8 * g));
+    // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k):
+    // there S^T is -inf first, so that one unpredicated FFMA and EX2 serve every element.
+    // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
     // Per row half h of the thread: whether its key exists, and (causal) the first column
     // offset it sees: key > query + seqlen_k - seqlen_q <=> col_offset(e) < first_seen[h].
-    // (A branch around unmasked blocks made ptxas spill at d128.)
     bool key_ok[2];
     int first_seen[2];
 #pragma unroll
@@ -304,44 +327,45 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     ptx::wgmma_wait_group<1>();
     tile::pin_registers(s);
 #pragma unroll
-    for (int e0 = 0; e0 < Tr::kSAcc; e0 += 4)  // e = e0 + 2 h + j: column offset e0 * 2 + j
+    for (int g = 0; g < Tr::kColGroups; ++g)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float l = __uint_as_float(ptx::ld_shared_u32(lse + 4 * (col0 + 2 * e0 + j)));
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int e = e0 + 2 * h + j;
+        for (int j = 0; j < 2; ++j) {
+          const int e = 4 * g + 2 * h + j;
           const bool masked = !key_ok[h] || tile::AccLayout::col_offset(e) < first_seen[h];
-          s[e] = masked ? 0.0f : ptx::ex2_approx(fmaf(s[e], p.scale_log2, -l));
+          const float l = j == 0 ? stat[g].x : stat[g].y;
+          s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], p.scale_log2, -l));
         }
-      }
+    // D_i, while dP^T's GEMM completes.
+#pragma unroll
+    for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(dpsum + 4 * (col0 + 8 * g));
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
 #pragma unroll
-    for (int e0 = 0; e0 < Tr::kSAcc; e0 += 4)
+    for (int g = 0; g < Tr::kColGroups; ++g)
 #pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const float d = __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (col0 + 2 * e0 + j)));
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int e = e0 + 2 * h + j;
-          dp[e] = s[e] * (dp[e] - d);
+        for (int j = 0; j < 2; ++j) {
+          const int e = 4 * g + 2 * h + j;
+          dp[e] = s[e] * (dp[e] - (j == 0 ? stat[g].x : stat[g].y));
         }
-      }
-    // Packed for the RS GEMMs after dS^T: P^T in 32-bit registers and in 16-bit pairs at
-    // once would not fit with block_m 128.
+    // Packed for the RS GEMMs: P^T in 32-bit registers and in 16-bit pairs at once would not
+    // fit with block_m 128.
     uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(dp, ds_frag);
-    // Line 23: dV_j += P^T dO_i (A from registers).
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
-    // Line 25 (dS to shared memory), while dV's GEMM runs: the warpgroup's 64 rows of dS^T.
-    // Their last reader was the dQ GEMM of step t - ds_stages: with the key split this
-    // warpgroup's own, complete at its wait; with the others also the other warpgroup's,
-    // complete before it joined the barrier of step t - 1.
+    // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T, stored before dV's GEMM
+    // is issued so that the stores complete while it issues, not at the fence. Their last
+    // reader was the dQ GEMM of step t - ds_stages: with the key split this warpgroup's own,
+    // complete at its wait; with the others also the other warpgroup's, complete before it
+    // joined the barrier of step t - 1.
     const uint32_t ds = sm.ds_tile(Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages);
     tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kBlockM>(ds_frag, ds, 64 * wg, 0, t_wg);
+    // Line 23: dV_j += P^T dO_i (A from registers).
+    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
     if (Tr::kSharedDs)
       ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
@@ -364,13 +388,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     ptx::wgmma_wait_group<1>();  // dV and dQ
     tile::pin_registers(dv);
     tile::pin_registers(dq);
-    // Lines 27-33: the part to shared memory for the dQ writer once it has read the last,
-    // while dK's GEMM runs.
-    tile::mbarrier_wait(sm.dq_empty_bar(dq_part), static_cast<uint32_t>((t & 1) ^ 1));
-    tile::warpgroup_store_acc<typename Tr::DqTile, Tr::kDqCols>(dq, sm.dq_tile(dq_part), dq_row0,
-                                                                dq_col0, t_wg);
+    // Lines 27-33: the part to shared memory (fragment order: 16-byte stores, no bank
+    // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
+    tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
+    Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
     ptx::fence_proxy_async_shared();
-    ptx::mbarrier_arrive(sm.dq_full_bar(dq_part));
+    ptx::mbarrier_arrive(sm.dq_full_bar(wg));
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dk);
     // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
@@ -409,9 +432,9 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
-    for (int part = 0; part < Tr::kDqParts; ++part) {
-      ptx::mbarrier_init(sm.dq_full_bar(part), 128 * Tr::kConsumers / Tr::kDqParts);
-      ptx::mbarrier_init(sm.dq_empty_bar(part), 1);
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+      ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
+      ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
     }
     ptx::fence_mbarrier_init();
   }
@@ -476,22 +499,30 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
 }
 
 // Line 38: dQ = scale * the accumulator, converted to the dtype, for the block_m rows of
-// blockIdx.x of (head blockIdx.y, batch blockIdx.z). 128 threads.
+// blockIdx.x of (head blockIdx.y, batch blockIdx.z). 128 threads. The accumulator block is in
+// DqAccumLayout: each 16-byte load is one thread's 4 values of an 8-column group of the main
+// kernel's fragments (rows r and r + 8, two columns each).
 template <class C>
 __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   using Tr = BwdTraits<C>;
+  using Order = tile::AccFragmentOrder;
   const int m_block = blockIdx.x, head = blockIdx.y, batch = blockIdx.z;
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
-  constexpr int kPairs = Tr::kHeadDim / 2;
-  for (int i = threadIdx.x; i < Tr::kBlockM * kPairs; i += blockDim.x) {
-    const int row = m_block * Tr::kBlockM + i / kPairs, col = 2 * (i % kPairs);
-    if (row >= p.seqlen_q) continue;
-    const float2 a = *reinterpret_cast<const float2*>(
-        p.dq_accum + (bh * p.seqlen_q_rounded + row) * Tr::kHeadDim + col);
-    const uint32_t pair = Tr::kIsBF16 ? ptx::pack_bf16x2(a.x * p.scale, a.y * p.scale)
-                                      : ptx::pack_f16x2(a.x * p.scale, a.y * p.scale);
-    *reinterpret_cast<uint32_t*>(p.dq + batch * p.dq_stride[0] + row * p.dq_stride[1] +
-                                 head * p.dq_stride[2] + col) = pair;
+  constexpr int kBandFloats = 64 * Tr::kHeadDim;
+  const float4* block = reinterpret_cast<const float4*>(
+      p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim);
+  for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += blockDim.x) {
+    const int f = 4 * i, band = f / kBandFloats;
+    const int row = m_block * Tr::kBlockM + 64 * band + Order::row_of(f % kBandFloats);
+    const int col = Order::col_of(f % kBandFloats);
+    const float4 a = block[i];
+    uint16_t* out = p.dq + batch * p.dq_stride[0] + row * p.dq_stride[1] + head * p.dq_stride[2] + col;
+    const uint32_t top = Tr::kIsBF16 ? ptx::pack_bf16x2(a.x * p.scale, a.y * p.scale)
+                                     : ptx::pack_f16x2(a.x * p.scale, a.y * p.scale);
+    const uint32_t bottom = Tr::kIsBF16 ? ptx::pack_bf16x2(a.z * p.scale, a.w * p.scale)
+                                        : ptx::pack_f16x2(a.z * p.scale, a.w * p.scale);
+    if (row < p.seqlen_q) *reinterpret_cast<uint32_t*>(out) = top;
+    if (row + 8 < p.seqlen_q) *reinterpret_cast<uint32_t*>(out + 8 * p.dq_stride[1]) = bottom;
   }
 }
 

@@ -13,10 +13,6 @@ struct BwdParams {
   // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle, boxes of
   // 64 columns x 64 rows.
   TensorMapBytes tma_q, tma_k, tma_v, tma_do;
-  // The fp32 dQ accumulator of the workspace as a 4-D map over (head_dim, seqlen_q_rounded,
-  // heads, batch), boxes of 32 columns (128 bytes) x 64 rows, 128B swizzle: the dQ writer's
-  // reduce-adds.
-  TensorMapBytes tma_dq_accum;
   // The caller's O and dO (preprocess), and the outputs: 16-bit, strides in elements.
   const uint16_t* o;
   const uint16_t* dout;
@@ -27,7 +23,8 @@ struct BwdParams {
   const float* lse;  // the forward's (batch, heads, seqlen_q), natural log
   // Workspace (fp32), each (batch, heads, seqlen_q_rounded[, head_dim]): LSE * log2(e) (+inf
   // for rows past seqlen_q and rows that saw no key, so that their P is 0), D = rowsum(dO * O),
-  // the dQ accumulator; and (deterministic) one counter per (batch, head, query block).
+  // the dQ accumulator (each query block in DqAccumLayout, bwd_config.h); and
+  // (deterministic) one counter per (batch, head, query block).
   float* lse_log2;
   float* dpsum;
   float* dq_accum;

@@ -11,34 +11,6 @@ namespace fa3 {
 
 namespace {
 
-// The workspace's fp32 dQ accumulator as a 4-D map over (head_dim, seqlen_q_rounded, heads,
-// batch), packed, boxes of 32 columns (128 bytes) x 64 rows with the 128B swizzle: the
-// layout of the kernel's fp32 dQ tiles in shared memory, which it reduce-adds box by box.
-Error encode_dq_accum_map(const Driver& d, const BackwardProblem& prob, int64_t rows,
-                          CUdeviceptr accum, TensorMapBytes* out) {
-  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(prob.head_dim), static_cast<cuuint64_t>(rows),
-                              static_cast<cuuint64_t>(prob.heads),
-                              static_cast<cuuint64_t>(prob.batch)};
-  const cuuint64_t row_bytes = static_cast<cuuint64_t>(prob.head_dim) * 4;
-  const cuuint64_t strides[3] = {row_bytes, row_bytes * static_cast<cuuint64_t>(rows),
-                                 row_bytes * static_cast<cuuint64_t>(rows) *
-                                     static_cast<cuuint64_t>(prob.heads)};
-  const cuuint32_t box[4] = {32, 64, 1, 1};
-  const cuuint32_t element_strides[4] = {1, 1, 1, 1};
-  CUtensorMap map;
-  const CUresult r = d.tensor_map_encode_tiled(
-      &map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 4, reinterpret_cast<void*>(accum), dims, strides, box,
-      element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-      CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    return make_error(FA3_ERR_INTERNAL, std::string("the driver rejected the TMA tensor map of "
-                                                    "the workspace's dQ accumulator "
-                                                    "(cuTensorMapEncodeTiled: ") +
-                                            d.describe(r) + ")");
-  std::memcpy(out, &map, sizeof map);
-  return Error::ok();
-}
-
 void copy_strides(const fa3_tensor& t, int64_t out[3]) {
   out[0] = t.stride_batch;
   out[1] = t.stride_seq;
@@ -67,7 +39,6 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   if (!e.failed()) e = encode_tensor_map(d, k, "k", 64, &p.tma_k);
   if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
-  if (!e.failed()) e = encode_dq_accum_map(d, prob, rows, workspace + ws.dq_accum, &p.tma_dq_accum);
   if (e.failed()) return e;
   p.o = static_cast<const uint16_t*>(o.data);
   p.dout = static_cast<const uint16_t*>(dout.data);

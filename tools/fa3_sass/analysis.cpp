@@ -83,14 +83,17 @@ CheckResult tma_loads(const KernelReport& k) {
 }
 
 // The backward kernel's dQ writer adds each step's dQ parts into the fp32 accumulator with
-// cp.reduce.async.bulk.tensor.*.add (SASS UTMAREDG.4D.ADD): without it dQ is summed some
-// other way (per-thread atomics: RED/ATOM, slower and not deterministic).
+// the TMA unit's bulk reduce-adds: cp.reduce.async.bulk.*.add (SASS UBLKRED ... .ADD, the
+// plain form the kernels use) or its tensor form (UTMAREDG.4D.ADD). Without either, dQ is
+// summed some other way (per-thread atomics: RED/ATOM, slower and not deterministic).
 CheckResult tma_reduce_add(const KernelReport& k) {
   const CheckId id = CheckId::TmaReduceAdd;
+  if (k.mix.ublkred_add > 0) return {id, true, count(k.mix.ublkred_add, "UBLKRED .ADD")};
   if (k.mix.utmaredg_add > 0) return {id, true, count(k.mix.utmaredg_add, "UTMAREDG.ADD")};
-  if (k.mix.utmaredg > 0)
-    return {id, false, count(k.mix.utmaredg, "UTMAREDG") + ", none of them .ADD: dQ is not accumulated"};
-  return {id, false, "no UTMAREDG: dQ is not added into global memory by TMA reduce-adds"};
+  if (k.mix.utmaredg + k.mix.ublkred > 0)
+    return {id, false, count(k.mix.utmaredg + k.mix.ublkred, "UTMAREDG/UBLKRED") +
+                           ", none of them .ADD: dQ is not accumulated"};
+  return {id, false, "no UTMAREDG or UBLKRED: dQ is not added into global memory by TMA reduce-adds"};
 }
 
 // A cluster kernel shares its K/V loads through multicast, and its consumers hand stages

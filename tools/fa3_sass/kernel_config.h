@@ -22,7 +22,7 @@ enum class CheckId {
   NoSpills,            // no LDL/STL, no stack or local memory
   SetMaxReg,           // warp-specialized: USETMAXREG dealloc (producer) and alloc (consumers)
   TmaLoads,            // warp-specialized: the producer loads with UTMALDG
-  TmaReduceAdd,        // backward main kernel: dQ added into global memory with UTMAREDG.*.ADD
+  TmaReduceAdd,        // backward main kernel: dQ added into global memory with UBLKRED/UTMAREDG .ADD
   WgmmaUsed,           // matrix kernels: HGMMA/QGMMA, not the warp-level HMMA path
   WgmmaNotSerialized,  // not a wait between every two wgmmas (ptxas C7515-style serialization)
   UniformOperands,     // matrix kernels: no wgmma descriptor computed per thread in the mainloop

@@ -59,6 +59,7 @@ std::string mix_lines(const InstructionMix& m) {
     << pad("", 13) << "BAR.SYNC " << m.bar_sync << "  BAR.ARV " << m.bar_arv << "  SYNCS " << m.syncs
     << "  UTMALDG " << m.utmaldg << "  UTMASTG " << m.utmastg;
   if (m.utmaredg) s << "  UTMAREDG " << m.utmaredg;
+  if (m.ublkred) s << "  UBLKRED " << m.ublkred;
   s << "  USETMAXREG " << m.usetmaxreg_dealloc
     << " dealloc/" << m.usetmaxreg_alloc << " alloc  LDL " << m.ldl << "  STL " << m.stl;
   return s.str();
@@ -247,6 +248,7 @@ Json mix_json(const InstructionMix& m) {
               {"utmaldg", m.utmaldg},
               {"utmastg", m.utmastg},
               {"utmaredg", m.utmaredg},
+              {"ublkred", m.ublkred},
               {"usetmaxreg_dealloc", m.usetmaxreg_dealloc},
               {"usetmaxreg_alloc", m.usetmaxreg_alloc},
               {"ldl", m.ldl},

@@ -92,6 +92,8 @@ InstructionMix count_mix(const SassFunction& f) {
         m.utmastg += in.base() == "UTMASTG";
         m.utmaredg += in.base() == "UTMAREDG";
         m.utmaredg_add += in.base() == "UTMAREDG" && op.find(".ADD") != std::string::npos;
+        m.ublkred += in.base() == "UBLKRED";
+        m.ublkred_add += in.base() == "UBLKRED" && op.find(".ADD") != std::string::npos;
         break;
       case InstrClass::LocalMemory:
         (in.base() == "LDL" ? m.ldl : m.stl)++;

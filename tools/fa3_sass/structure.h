@@ -37,6 +37,8 @@ struct InstructionMix {
   size_t utmaldg_multicast = 0;  // UTMALDG.*.MULTICAST: one load into several CTAs of a cluster
   size_t utmaredg = 0;           // UTMAREDG: TMA reduce into global memory (cp.reduce.async.bulk.tensor)
   size_t utmaredg_add = 0;       // of those, UTMAREDG.*.ADD (.add)
+  size_t ublkred = 0;            // UBLKRED: bulk reduce into global memory (cp.reduce.async.bulk)
+  size_t ublkred_add = 0;        // of those, .ADD
   size_t usetmaxreg_dealloc = 0, usetmaxreg_alloc = 0;
   // The register counts they set (their immediate), in program order; none when not an immediate.
   std::vector<int> usetmaxreg_dealloc_regs, usetmaxreg_alloc_regs;
