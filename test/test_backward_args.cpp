@@ -150,11 +150,8 @@ const Rule kRules[] = {
      },
      FA3_ERR_INVALID_ARGUMENT,
      "k->seqlen must be at most 2147483520 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
-    {"head dim 256", [](Args& a) { for (fa3_tensor* t : a.all()) t->head_dim = 256; },
-     FA3_ERR_UNSUPPORTED,
-     "q->head_dim 256 is not supported by fa3_backward yet: its kernels cover head_dim 64 and 128"},
     {"head dim 96", [](Args& a) { for (fa3_tensor* t : a.all()) t->head_dim = 96; },
-     FA3_ERR_UNSUPPORTED, "q->head_dim must be 64 or 128 for fa3_backward (got 96)"},
+     FA3_ERR_UNSUPPORTED, "q->head_dim must be 64, 128 or 256 for fa3_backward (got 96)"},
     {"k head dim", [](Args& a) { a.k.head_dim = 64; }, FA3_ERR_INVALID_ARGUMENT,
      "k->head_dim (64) must equal q->head_dim (128)"},
     {"k batch", [](Args& a) { a.k.batch = 3; }, FA3_ERR_INVALID_ARGUMENT,
@@ -743,10 +740,10 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   CHECK(fa3_backward_workspace_size(fh.h, &b.q, &b.k, &b.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "p->deterministic must be 0 or 1 (got 3)");
   b.p.deterministic = 0;
-  for (fa3_tensor* t : {&b.q, &b.k}) t->head_dim = 256;
+  for (fa3_tensor* t : {&b.q, &b.k}) t->head_dim = 96;
   CHECK(fa3_backward_workspace_size(fh.h, &b.q, &b.k, &b.p, &bytes) == FA3_ERR_UNSUPPORTED);
   CHECK(std::string(fa3_last_error()) ==
-        "q->head_dim 256 is not supported by fa3_backward yet: its kernels cover head_dim 64 and 128");
+        "q->head_dim must be 64, 128 or 256 for fa3_backward (got 96)");
   CHECK(fa3_backward_workspace_size(fh.h, nullptr, &b.k, &b.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "q is NULL: pass a tensor descriptor");
   CHECK(fake().calls().empty());

@@ -637,7 +637,7 @@ TEST_CASE("backward reference: the plain same-precision backward is close, not e
 TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
   Runner runner;
   const bool bf16 = GENERATE(false, true);
-  const int head_dim = GENERATE(64, 128);
+  const int head_dim = GENERATE(64, 128, 256);
   const bool causal = GENERATE(false, true);
   uint64_t seed = 2000 + static_cast<uint64_t>(head_dim) * 4 + (bf16 ? 2 : 0) + (causal ? 1 : 0);
   for (const Shape& s : kShapes) {
@@ -689,7 +689,9 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
   const Det dets[] = {{true, 128, false, 2, 1500, 1500, 8, 2},
                       {true, 128, true, 1, 2100, 2100, 8, 1},
                       {false, 64, false, 2, 1000, 2000, 8, 1},
-                      {false, 64, true, 1, 1800, 1800, 4, 4}};
+                      {false, 64, true, 1, 1800, 1800, 4, 4},
+                      {true, 256, false, 1, 700, 1100, 4, 2},
+                      {false, 256, true, 1, 1300, 1300, 2, 1}};
   uint64_t seed = 31;
   for (const Det& d : dets) {
     Case c;
@@ -819,10 +821,10 @@ TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
 
 TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitize]") {
   // Few and small: under memcheck/racecheck/synccheck the kernels run orders of magnitude
-  // slower. Both dtypes and head dims, causal both ways with rows that see no key, tails in
+  // slower. Both dtypes and every head dim, causal both ways with rows that see no key, tails in
   // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace.
   Runner runner;
-  Case cases[4];
+  Case cases[6];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
   cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -831,6 +833,10 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   cases[2].seqlen_k = 130; cases[2].heads = 2; cases[2].heads_kv = 1; cases[2].layout = Layout::Packed;
   cases[3].bf16 = false; cases[3].head_dim = 128; cases[3].seqlen_q = 100; cases[3].seqlen_k = 300;
   cases[3].heads = 4; cases[3].heads_kv = 1; cases[3].deterministic = true;
+  cases[4].bf16 = true; cases[4].head_dim = 256; cases[4].causal = true; cases[4].seqlen_q = 150;
+  cases[4].seqlen_k = 97; cases[4].heads = 2; cases[4].heads_kv = 1;
+  cases[5].bf16 = false; cases[5].head_dim = 256; cases[5].seqlen_q = 130; cases[5].seqlen_k = 130;
+  cases[5].heads = 2; cases[5].heads_kv = 2; cases[5].deterministic = true; cases[5].layout = Layout::Packed;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

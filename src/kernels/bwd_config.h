@@ -1,12 +1,16 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_dqh|_dqq][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh][_dqh|_dqq][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
 // every query head of the K/V head's group through a `stages`-deep pipeline. Each consumer
-// warpgroup owns 64 of the keys for S, dP, dK and dV. dQ_i = dS K_j is split between the
+// warpgroup owns 64 of the keys for S, dP, dK and dV; or, with _kvh (KvSplit::HeadDim, for
+// head dims whose 64-key dK and dV do not fit one warpgroup's registers: 256), the
+// warpgroups share 64 keys: each computes S^T and dP^T for half of the queries, P^T and dS^T
+// go to shared memory, and each accumulates dK and dV (SS GEMMs) for half of the head dim.
+// dQ_i = dS K_j is split between the
 // warpgroups (DqSplit) by keys (each computes the whole dQ_i over its 64 keys: two fp32
 // partial sums go to the accumulator per step), or from the whole dS^T in shared memory (a
 // barrier between the warpgroups per step, one sum per step: half the reduce-add traffic) by
@@ -30,6 +34,10 @@ namespace fa3 {
 // How the consumer warpgroups share the dQ_i = dS K_j GEMM of a step.
 enum class DqSplit { Keys, HeadDim, Queries };
 
+// How the consumer warpgroups share dK_j and dV_j: 64 keys each (all head-dim columns), or
+// all block_n keys, head_dim / warpgroups columns each (_kvh).
+enum class KvSplit { Keys, HeadDim };
+
 struct BwdConfig {
   DType dtype = DType::BF16;
   int head_dim = 128;
@@ -38,7 +46,15 @@ struct BwdConfig {
   int stages = 2;               // depth of the Q / dO pipeline
   int consumer_warpgroups = 2;  // one producer warpgroup + these
   DqSplit dq_split = DqSplit::Keys;
+  KvSplit kv_split = KvSplit::Keys;
   bool causal = false;
+
+  constexpr bool kv_split_head_dim() const { return kv_split == KvSplit::HeadDim; }
+  // The keys and the head-dim columns of dK_j and dV_j one warpgroup accumulates, and the
+  // query columns of S^T and dP^T it computes.
+  constexpr int kv_rows() const { return kv_split_head_dim() ? block_n : 64; }
+  constexpr int kv_cols() const { return kv_split_head_dim() ? head_dim / consumer_warpgroups : head_dim; }
+  constexpr int s_cols() const { return kv_split_head_dim() ? block_m / consumer_warpgroups : block_m; }
 
   // Whether a warpgroup's dQ GEMM reads the other's dS^T rows.
   constexpr bool dq_shared_ds() const { return dq_split != DqSplit::Keys; }
@@ -67,6 +83,7 @@ struct BwdSmemLayout {
   uint32_t q_offset, do_offset, qdo_stage_bytes;  // Q_i and dO_i stages
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
   uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
+  uint32_t p_offset;             // _kvh, per ds stage: P^T, as dS^T
   uint32_t dq_offset, dq_bytes;  // per consumer warpgroup: its dQ part, fp32, fragment order
   uint32_t barrier_offset;
   uint32_t total_bytes;
@@ -87,7 +104,8 @@ struct BwdSmemLayout {
     l.ds_bytes = static_cast<uint32_t>(c.block_n * c.block_m * 2);
     l.ds_offset = l.do_offset + l.qdo_stage_bytes * c.stages;
     l.dq_bytes = static_cast<uint32_t>(c.dq_rows() * c.dq_cols() * 4);
-    l.dq_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
+    l.p_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
+    l.dq_offset = l.p_offset + (c.kv_split_head_dim() ? l.ds_bytes * c.ds_stages() : 0u);
     l.stats_stage_bytes = static_cast<uint32_t>(2 * c.block_m * 4);
     l.stats_offset = l.dq_offset + l.dq_bytes * c.consumer_warpgroups;
     l.barrier_offset = l.stats_offset + l.stats_stage_bytes * c.stages;
@@ -96,17 +114,23 @@ struct BwdSmemLayout {
   }
 };
 
-// The configs the backward kernel is written for: head dims up to 128 (dK and dV of 64 keys
-// by head_dim stay in one warpgroup's registers), two consumer warpgroups, query blocks of 64
-// or 128 rows (the N of the S^T GEMM), and a warpgroup's dQ part one wgmma M of 64 rows: the
-// key and head-dim splits take 64-row query blocks, the query split 64 rows a warpgroup; the
-// head-dim split gives each warpgroup one 64-column chunk.
+// The configs the backward kernel is written for, two consumer warpgroups and a warpgroup's
+// dQ part one wgmma M of 64 rows (the key and head-dim splits take 64-row query blocks, the
+// query split 64 rows a warpgroup):
+//   64 keys a warpgroup: head dims 64 and 128 (dK and dV of 64 keys by head_dim stay in one
+//     warpgroup's registers), query blocks of 64 or 128 rows (the N of the S^T GEMM), the
+//     head-dim split of dQ one 64-column chunk a warpgroup;
+//   _kvh: head dim 256, 64 keys and 64 queries (S^T of 64 x 32 a warpgroup), dQ split by head
+//     dim (128 columns a warpgroup, as dK and dV).
 constexpr bool bwd_config_is_valid(const BwdConfig& c) {
-  return (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
-         c.consumer_warpgroups == 2 && c.block_n == 64 * c.consumer_warpgroups &&
-         c.stages >= 1 && c.stages <= 3 && c.dq_rows() == 64 &&
-         (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64) &&
-         BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
+  const bool shape_ok =
+      c.kv_split_head_dim()
+          ? c.head_dim == 256 && c.block_m == 64 && c.block_n == 64 && c.dq_split == DqSplit::HeadDim
+          : (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
+                c.block_n == 64 * c.consumer_warpgroups &&
+                (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64);
+  return shape_ok && c.consumer_warpgroups == 2 && c.stages >= 1 && c.stages <= 3 &&
+         c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 
 // Where a query block's dQ sits in the workspace's fp32 accumulator (per (batch, head):
@@ -164,6 +188,10 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
   r.config.block_n = numbers[2];
   r.config.stages = numbers[3];
   r.config.consumer_warpgroups = numbers[4];
+  if (spells_at(name, pos, "kvh")) {
+    r.config.kv_split = KvSplit::HeadDim;
+    pos += 4;
+  }
   if (spells_at(name, pos, "dqh")) {
     r.config.dq_split = DqSplit::HeadDim;
     pos += 4;
@@ -176,7 +204,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _dqh or _dqq, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh, _dqh or _dqq, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -66,6 +66,9 @@ struct BwdTraits {
   static constexpr bool kCausal = kCfg.causal;
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
+  static constexpr bool kKvSplitHeadDim = kCfg.kv_split_head_dim();
+  static constexpr int kKvCols = kCfg.kv_cols();  // a warpgroup's columns of dK_j and dV_j
+  static constexpr int kSCols = kCfg.s_cols();    // its query columns of S^T and dP^T
   static constexpr int kDsStages = kCfg.ds_stages();
   static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr int kDqRows = kCfg.dq_rows();
@@ -74,19 +77,20 @@ struct BwdTraits {
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
   using DsTile = tile::SmemTile<Elem, kBlockN, kBlockM>;   // dS^T: keys x queries
   using DsRows = tile::SmemTile<Elem, 64, kBlockM>;        // a warpgroup's 64 keys of it
-  using KChunk = tile::SmemTile<Elem, kBlockN, 64>;        // one 64-column chunk of K_j
+  using KSlice = tile::SmemTile<Elem, kBlockN, kCfg.dq_cols()>;  // K_j's columns of a dQ part
+  using QSlice = tile::SmemTile<Elem, kBlockM, kKvCols>;  // _kvh: Q_i's or dO_i's of dK, dV
   using DqStaging = tile::AccStagingTile<kCfg.dq_cols()>;  // a warpgroup's dQ_i part, fp32
   using Pipe = tile::TmaPipeline<kStages>;
   static_assert(KVTile::kBytes == kSmem.kv_bytes && QTile::kBytes == kSmem.qdo_stage_bytes &&
                     DsTile::kBytes == kSmem.ds_bytes && DqStaging::kBytes == kSmem.dq_bytes,
                 "tiles and the shared-memory plan agree");
-  static_assert(kDqSplit != DqSplit::HeadDim || kDqCols == 64,
-                "the head-dim split gives a warpgroup one K chunk");
+  static_assert(kDqSplit != DqSplit::HeadDim || kDqCols % 64 == 0,
+                "the head-dim split gives a warpgroup whole K chunks");
   static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M");
   static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a 128-byte chunk
-  static constexpr int kAcc = kHeadDim / 2;  // a thread's accumulators of 64 x head_dim
-  static constexpr int kSAcc = kBlockM / 2;  // of 64 keys x block_m queries
-  static constexpr int kColGroups = kBlockM / 8;  // a thread's query column pairs (L_i, D_i)
+  static constexpr int kAcc = kKvCols / 2;  // a thread's accumulators of dK_j or dV_j
+  static constexpr int kSAcc = kSCols / 2;  // of S^T or dP^T (64 keys x its query columns)
+  static constexpr int kColGroups = kSCols / 8;  // its query column pairs (L_i, D_i)
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
@@ -95,7 +99,7 @@ struct BwdTraits {
 // Shared-memory addresses of one backward CTA.
 template <class Tr>
 struct BwdSmem {
-  uint32_t k, v, q, dout, stats, ds, dq;
+  uint32_t k, v, q, dout, stats, ds, p_t, dq;
   uint32_t kv_full, dq_full, dq_empty;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
@@ -106,6 +110,7 @@ struct BwdSmem {
     dout = base + Tr::kSmem.do_offset;
     stats = base + Tr::kSmem.stats_offset;
     ds = base + Tr::kSmem.ds_offset;
+    p_t = base + Tr::kSmem.p_offset;
     dq = base + Tr::kSmem.dq_offset;
     const uint32_t bars = base + Tr::kSmem.barrier_offset;
     kv_full = bars;
@@ -126,6 +131,9 @@ struct BwdSmem {
   }
   __device__ __forceinline__ uint32_t ds_tile(int stage) const {
     return ds + stage * Tr::DsTile::kBytes;
+  }
+  __device__ __forceinline__ uint32_t p_tile(int stage) const {  // _kvh: P^T, as dS^T
+    return p_t + stage * Tr::DsTile::kBytes;
   }
   // Consumer warpgroup wg's dQ_i part, and its full / empty barriers.
   __device__ __forceinline__ uint32_t dq_part(int wg) const {
@@ -274,14 +282,18 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   ptx::bulk_wait_group<0>();
 }
 
-// Lines 13-37 for consumer warpgroup wg (keys [n_block * block_n + 64 wg, + 64)). The GEMMs
-// of a step are issued so that the stores overlap them: the dS^T store with dV's GEMM, the dQ
-// part's with dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
+// Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
+// head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
+// columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
+// so that the stores overlap them: the dS^T store with dV's GEMM (RS), the dQ part's with
+// dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                              const BwdWork<Tr>& w, int wg) {
   const int t_wg = static_cast<int>(threadIdx.x % 128);
-  const int key0 = w.n_block * Tr::kBlockN + 64 * wg;
+  const int key0 = w.n_block * Tr::kBlockN + (Tr::kKvSplitHeadDim ? 0 : 64 * wg);
+  const int s_col0 = Tr::kKvSplitHeadDim ? Tr::kSCols * wg : 0;   // its queries of S^T
+  const int kv_col0 = Tr::kKvSplitHeadDim ? Tr::kKvCols * wg : 0;  // its columns of dK, dV
   // This warpgroup's part of dQ_i: its columns (head-dim split) or rows (query split) of the
   // dQ_i that both compute from the shared dS^T, or all of it over its own keys (key split).
   const int dq_row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
@@ -297,15 +309,16 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     sm.pipe.consumer_wait(st);  // lines 16-17
     // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
     float s[Tr::kSAcc], dp[Tr::kSAcc];
-    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
-        s, sm.k, 64 * wg, sm.q_stage(st.index));
-    tile::gemm_ss_abt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::QTile>(
-        dp, sm.v, 64 * wg, sm.do_stage(st.index));
+    const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
+    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+        s, sm.k, a_row0, sm.q_stage(st.index) + s_col0 * 128);
+    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+        dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
     // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
     // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
     // g. L_i is loaded while the GEMMs run (a load at its use stalled the softmax).
     const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
-    const int col0 = tile::AccLayout::col(t_wg, 0);
+    const int col0 = s_col0 + tile::AccLayout::col(t_wg, 0);
     float2 stat[Tr::kColGroups];
 #pragma unroll
     for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(lse + 4 * (col0 + 8 * g));
@@ -352,20 +365,25 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
           const int e = 4 * g + 2 * h + j;
           dp[e] = s[e] * (dp[e] - (j == 0 ? stat[g].x : stat[g].y));
         }
-    // Packed for the RS GEMMs: P^T in 32-bit registers and in 16-bit pairs at once would not
-    // fit with block_m 128.
-    uint32_t p_frag[Tr::kBlockM / 16][4], ds_frag[Tr::kBlockM / 16][4];
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(s, p_frag);
-    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kBlockM>(dp, ds_frag);
-    // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T, stored before dV's GEMM
-    // is issued so that the stores complete while it issues, not at the fence. Their last
-    // reader was the dQ GEMM of step t - ds_stages: with the key split this warpgroup's own,
-    // complete at its wait; with the others also the other warpgroup's, complete before it
-    // joined the barrier of step t - 1.
-    const uint32_t ds = sm.ds_tile(Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages);
-    tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kBlockM>(ds_frag, ds, 64 * wg, 0, t_wg);
-    // Line 23: dV_j += P^T dO_i (A from registers).
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
+    // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
+    // pairs at once would not fit with block_m 128.
+    uint32_t p_frag[Tr::kSCols / 16][4], ds_frag[Tr::kSCols / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(s, p_frag);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(dp, ds_frag);
+    // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T (_kvh: its 32 columns,
+    // and P^T's too), stored before dV's GEMM is issued so that the stores complete while it
+    // issues, not at the fence. Their last reader was the dQ GEMM (and _kvh, dV's and dK's)
+    // of step t - ds_stages: with the key split this warpgroup's own, complete at its wait;
+    // with the others also the other warpgroup's, complete before it joined the barrier of
+    // step t - 1.
+    const int ds_stage = Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages;
+    const uint32_t ds = sm.ds_tile(ds_stage);
+    tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, a_row0, s_col0, t_wg);
+    if constexpr (Tr::kKvSplitHeadDim)
+      tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
+                                                                    s_col0, t_wg);
+    else  // Line 23: dV_j += P^T dO_i (A from registers).
+      tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
     if (Tr::kSharedDs)
       ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
@@ -373,18 +391,28 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
     // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
     // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
+    // _kvh: line 23 first, dV_j += P^T dO_i with both warpgroups' P^T from shared memory.
+    if constexpr (Tr::kKvSplitHeadDim)
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + (kv_col0 / 64) * Tr::QTile::kChunkBytes,
+          tile::Accumulate::Yes);
     float dq[Tr::kDqAcc];
     if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
-      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KChunk>(
-          dq, ds, 0, sm.k + wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
+      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+          dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
     else if constexpr (Tr::kDqSplit == DqSplit::Queries)
       tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
           dq, ds, dq_row0, sm.k, tile::Accumulate::No);
     else
       tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
           dq, ds + wg * Tr::kRows64, 0, sm.k + wg * Tr::kRows64, tile::Accumulate::No);
-    // Line 24: dK_j += dS^T Q_i.
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
+    // Line 24: dK_j += dS^T Q_i (_kvh: both warpgroups' dS^T from shared memory).
+    if constexpr (Tr::kKvSplitHeadDim)
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dk, ds, 0, sm.q_stage(st.index) + (kv_col0 / 64) * Tr::QTile::kChunkBytes,
+          tile::Accumulate::Yes);
+    else
+      tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
     ptx::wgmma_wait_group<1>();  // dV and dQ
     tile::pin_registers(dv);
     tile::pin_registers(dq);
@@ -409,7 +437,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   for (int e = 0; e < Tr::kAcc; e += 2) {
     const int key = key0 + tile::AccLayout::row(t_wg, e);
     if (key >= p.seqlen_k) continue;
-    const int col = tile::AccLayout::col(t_wg, e);
+    const int col = kv_col0 + tile::AccLayout::col(t_wg, e);
     const int64_t k_at = w.batch * p.dk_stride[0] + key * p.dk_stride[1] +
                          w.kv_head * p.dk_stride[2] + col;
     const int64_t v_at = w.batch * p.dv_stride[0] + key * p.dv_stride[1] +

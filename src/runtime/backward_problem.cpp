@@ -268,11 +268,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_sizes(*q, "q");
   if (!e.failed()) e = check_sizes(*k, "k");
   if (e.failed()) return e;
-  if (q->head_dim == 256)
-    return make_error(FA3_ERR_UNSUPPORTED,
-                      "q->head_dim 256 is not supported by fa3_backward yet: its kernels cover head_dim 64 and 128");
-  if (q->head_dim != 64 && q->head_dim != 128)
-    return make_error(FA3_ERR_UNSUPPORTED, "q->head_dim must be 64 or 128 for fa3_backward (got " +
+  if (q->head_dim != 64 && q->head_dim != 128 && q->head_dim != 256)
+    return make_error(FA3_ERR_UNSUPPORTED, "q->head_dim must be 64, 128 or 256 for fa3_backward (got " +
                                                num(q->head_dim) + ")");
   e = check_same("head_dim", "k", k->head_dim, "q", q->head_dim);
   if (!e.failed()) e = check_same("batch", "k", k->batch, "q", q->batch);

@@ -311,8 +311,15 @@ CheckResult half_blocks(const KernelReport& k) {
 //   dQ_i part = dS K_j                     SS, HGMMA.64x{head_dim}x16, 64/16 = 4 k-steps
 //     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, _dqq: HGMMA.64x{head_dim}x16, block_n/16
 //     k-steps)
+// _kvh (the warpgroups share the keys and split the queries of S^T and the head dim of dK,
+// dV and dQ): S^T, dP^T SS HGMMA.64x{block_m / warpgroups}x16; dV, dK SS (P^T and dS^T from
+// shared memory) and dQ SS, all HGMMA.64x{head_dim / warpgroups}x16, block_m/16 and
+// block_n/16 k-steps.
 // The mainloop (the innermost loop with the most wgmma) must hold exactly these, once per
 // iteration (or a whole multiple, were ptxas to unroll it).
+CheckResult match_bwd_gemms(const KernelReport& k, const std::map<WgmmaKind, size_t>& expected,
+                            const std::string& gemms);
+
 CheckResult bwd_gemms(const KernelReport& k) {
   const CheckId id = CheckId::BwdGemms;
   if (!k.traits.head_dim || !k.traits.block_m)
@@ -323,6 +330,19 @@ CheckResult bwd_gemms(const KernelReport& k) {
   const std::string opcode = k.traits.fp8 ? "QGMMA" : "HGMMA";
   const std::string s_shape = "64x" + std::to_string(bm) + "x16", d_shape = "64x" + std::to_string(d) + "x16";
   std::map<WgmmaKind, size_t> expected;
+  if (k.traits.kv_split == KvSplit::HeadDim) {
+    const int w = k.traits.consumer_warpgroups ? *k.traits.consumer_warpgroups : 0;
+    if (w <= 0 || !k.traits.block_n) return {id, false, "a _kvh name gives its warpgroups and block_n"};
+    const std::string half_s = "64x" + std::to_string(bm / w) + "x16",
+                      half_d = "64x" + std::to_string(d / w) + "x16";
+    expected[WgmmaKind{opcode, half_s, "SS"}] += 2 * static_cast<size_t>(d / 16);  // S^T, dP^T
+    expected[WgmmaKind{opcode, half_d, "SS"}] +=
+        2 * static_cast<size_t>(bm / 16) + static_cast<size_t>(*k.traits.block_n / 16);  // dV, dK, dQ
+    return match_bwd_gemms(k, expected,
+                           "(S^T, dP^T: 2 x " + std::to_string(d / 16) + " SS; dV, dK: 2 x " +
+                               std::to_string(bm / 16) + " SS; dQ: " +
+                               std::to_string(*k.traits.block_n / 16) + " SS)");
+  }
   expected[WgmmaKind{opcode, s_shape, "SS"}] += 2 * static_cast<size_t>(d / 16);  // S^T, dP^T
   expected[WgmmaKind{opcode, d_shape, "RS"}] += 2 * static_cast<size_t>(bm / 16);  // dV, dK
   const bool all_keys = k.traits.dq_split != DqSplit::Keys && k.traits.block_n &&
@@ -331,6 +351,15 @@ CheckResult bwd_gemms(const KernelReport& k) {
       all_keys && k.traits.dq_split == DqSplit::HeadDim ? d / *k.traits.consumer_warpgroups : d;
   const int dq_steps = all_keys ? *k.traits.block_n / 16 : 64 / 16;
   expected[WgmmaKind{opcode, "64x" + std::to_string(dq_cols) + "x16", "SS"}] += static_cast<size_t>(dq_steps);  // dQ
+  return match_bwd_gemms(k, expected,
+                         "(S^T, dP^T: 2 x " + std::to_string(d / 16) + " SS; dV, dK: 2 x " +
+                             std::to_string(bm / 16) + " RS; dQ: " + std::to_string(dq_steps) + " SS)");
+}
+
+// Whether the mainloop of k holds exactly `expected` per step (a whole number of steps).
+CheckResult match_bwd_gemms(const KernelReport& k, const std::map<WgmmaKind, size_t>& expected,
+                            const std::string& gemms) {
+  const CheckId id = CheckId::BwdGemms;
   size_t per_step = 0;
   for (const auto& [kind, n] : expected) per_step += n;
   auto summary = [](const std::map<WgmmaKind, size_t>& kinds) {
@@ -339,8 +368,7 @@ CheckResult bwd_gemms(const KernelReport& k) {
       s += (s.empty() ? "" : ", ") + std::to_string(n) + " " + kind.opcode + "." + kind.shape + " " + kind.operands;
     return s.empty() ? std::string("none") : s;
   };
-  const std::string wanted = "per step " + summary(expected) + " (S^T, dP^T: 2 x " + std::to_string(d / 16) +
-                             " SS; dV, dK: 2 x " + std::to_string(bm / 16) + " RS; dQ: " + std::to_string(dq_steps) + " SS)";
+  const std::string wanted = "per step " + summary(expected) + " " + gemms;
   if (!k.mainloop || k.mainloop->loop.wgmma == 0)
     return {id, false, "no loop holds a wgmma: the step loop was not found; expected " + wanted};
   std::map<WgmmaKind, size_t> found;

@@ -193,6 +193,7 @@ void read_bwd_name(KernelTraits& t, const std::string& name) {
   t.producer_regs = c.producer_regs();
   t.consumer_regs = c.consumer_regs();
   t.dq_split = c.dq_split;
+  t.kv_split = c.kv_split;
 }
 
 const FwdOption& loop_option() {

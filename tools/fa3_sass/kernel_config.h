@@ -64,6 +64,7 @@ struct KernelTraits {
   // warpgroups columns, _dqq 64 rows, each over all block_n keys; else all of dQ_i each over
   // its 64 keys.
   DqSplit dq_split = DqSplit::Keys;
+  KvSplit kv_split = KvSplit::Keys;
   std::vector<std::string> unknown_tokens;
   std::vector<std::string> notes;  // where a trait came from when not from the name
 };
