@@ -71,6 +71,9 @@ enum class Layout {
   // seqlen_q == seqlen_k); o and dout contiguous.
   Packed,
   HeadsMajor,  // every tensor stored (B, H, S, D) and viewed as (B, S, H, D)
+  // q, k, v, o, dout contiguous; dq, dk, dv with rows padded by 2 elements and 4 bytes into
+  // their buffers: not TMA-aligned, so the kernels' dK/dV epilogue takes its 4-byte stores.
+  PaddedOutputs,
 };
 
 const char* layout_name(Layout l) {
@@ -78,6 +81,7 @@ const char* layout_name(Layout l) {
     case Layout::Contiguous: return "contiguous";
     case Layout::Packed: return "packed";
     case Layout::HeadsMajor: return "heads-major";
+    case Layout::PaddedOutputs: return "padded outputs";
   }
   return "?";
 }
@@ -158,6 +162,12 @@ Plan plan_of(const Case& c) {
   for (int t = 0; t < kTensors; ++t) {
     const int64_t S = c.seqlen(t), H = c.heads_of(t);
     const int buffer = static_cast<int>(p.buffer_elements.size());
+    if (c.layout == Layout::PaddedOutputs && (t == kDq || t == kDk || t == kDv)) {
+      const int64_t row = H * (D + 2);
+      p.at[static_cast<size_t>(t)] = Placement{buffer, 2, S * row, row, D + 2};
+      p.buffer_elements.push_back(static_cast<size_t>(2 + B * S * row));
+      continue;
+    }
     p.at[static_cast<size_t>(t)] = c.layout == Layout::HeadsMajor
                                        ? Placement{buffer, 0, H * S * D, D, S * D}
                                        : Placement{buffer, 0, S * H * D, H * D, D};
@@ -494,6 +504,7 @@ const Shape kShapes[] = {
     {1, 1, 1000, 8, 2, Layout::Contiguous},    // one query row
     {1, 1000, 1, 2, 1, Layout::Contiguous},    // one key (causal: all but the last row see none)
     {2, 257, 257, 8, 2, Layout::Packed},       // packed GQA 8/2: (B, S, 12, D)
+    {2, 300, 200, 4, 2, Layout::PaddedOutputs},  // dq, dk, dv not TMA-aligned
 };
 
 Case case_of(const Shape& s, bool bf16, int head_dim, bool causal) {

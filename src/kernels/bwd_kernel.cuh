@@ -49,6 +49,7 @@ namespace fa3 {
 enum BwdBarrier : uint32_t {
   kBwdBarrierDsAll = 1,   // head-dim split: both warpgroups' dS^T rows are in shared memory
   kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
+  kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles)
 };
 
 template <class C>
@@ -187,234 +188,250 @@ struct BwdWork {
     if (descending(p)) {
       if (--s->m_block < m_begin) s->m_block = p.num_m_blocks - 1, ++s->head;
     } else {
-        if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
-      }
+      if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
     }
-  };
+  }
+};
 
-  // Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
-  template <class Tr>
-  __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                               const BwdWork<Tr>& w) {
-    ptx::prefetch_tensormap(&p.tma_q);
-    ptx::prefetch_tensormap(&p.tma_k);
-    ptx::prefetch_tensormap(&p.tma_v);
-    ptx::prefetch_tensormap(&p.tma_do);
-    ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
-    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-      for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
-        const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
-        const int row = w.n_block * Tr::kBlockN + r;
-        ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
-        ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+// Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
+template <class Tr>
+__device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                             const BwdWork<Tr>& w) {
+  ptx::prefetch_tensormap(&p.tma_q);
+  ptx::prefetch_tensormap(&p.tma_k);
+  ptx::prefetch_tensormap(&p.tma_v);
+  ptx::prefetch_tensormap(&p.tma_do);
+  ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
+  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+    for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
+      const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
+      const int row = w.n_block * Tr::kBlockN + r;
+      ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+      ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+    }
+  tile::PipelineState<Tr::kStages> st;
+  const int steps = w.steps(p);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int head = at.head, m_block = at.m_block;
+    sm.pipe.producer_acquire(st);
+    const uint32_t full =
+        sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
+    for (int c = 0; c < Tr::QTile::kChunks; ++c)
+      for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
+        const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
+        const int row = m_block * Tr::kBlockM + r;
+        ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
+        ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
       }
-    tile::PipelineState<Tr::kStages> st;
-    const int steps = w.steps(p);
-    BwdStep at = w.first_step(p);
-    for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
-      const int head = at.head, m_block = at.m_block;
-      sm.pipe.producer_acquire(st);
-      const uint32_t full =
-          sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
-      for (int c = 0; c < Tr::QTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
-          const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
-          const int row = m_block * Tr::kBlockM + r;
-          ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
-          ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
+    const int64_t row0 =
+        (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
+    ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
+    ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, full);
+    st.advance();
+  }
+}
+
+// Line 33: each step's dQ_i parts (in shared memory, one per consumer warpgroup) added into
+// the workspace's fp32 accumulator by one bulk reduce-add each (one thread), as soon as that
+// warpgroup's part is staged. Deterministic: a query block's adds wait until the K/V blocks
+// before this one have made theirs (a counter per (batch, head, query block) that each CTA
+// raises once its adds are complete), and the parts go in order, so every dQ element is
+// summed in one order.
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                              const BwdWork<Tr>& w) {
+  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
+  const int steps = w.steps(p);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int head = at.head, m_block = at.m_block;
+    const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
+    float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
+    int32_t* semaphore = nullptr;
+    if (p.deterministic) {
+      semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
+      // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
+      // (causal: a block's first query block never decreases with the block), so this one's
+      // turn is its index.
+      tile::wait_counter_equals(semaphore, w.n_block);
+    }
+#pragma unroll
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+      tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
+      // The key split's parts add to the same floats: in deterministic mode the second waits
+      // until the first is complete (the order of two bulk operations in flight is not).
+      if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
+      const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
+      const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
+      ptx::bulk_reduce_add_f32(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
+                               Tr::DqStaging::kBytes);
+      ptx::bulk_commit_group();
+    }
+    if (p.deterministic) {
+      // The adds must be complete in global memory, not only have read shared memory, before
+      // the next K/V block's CTA may add.
+      ptx::bulk_wait_group<0>();
+      ptx::fence_proxy_async_global();
+      ptx::red_add_release_gpu(semaphore, 1);
+    } else {
+      ptx::bulk_wait_group_read<0>();
+    }
+#pragma unroll
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
+  }
+  ptx::bulk_wait_group<0>();
+}
+
+// Which elements of S^T a step masks: none, whole rows (keys past seqlen_k: first_seen[h] is
+// INT32_MAX there, INT32_MIN elsewhere), or causal (col_offset(e) < first_seen[h]).
+enum class BwdMask { None, Keys, Causal };
+
+// Line 19 on a thread's S^T accumulators: P^T = exp2(scale_log2 S^T - L) with L = stat[g]
+// (pairs of query columns); a masked element's S^T is -inf first, so that one unpredicated
+// FFMA and EX2 serve every element.
+template <class Tr, BwdMask Mask>
+__device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
+                                                  const float2 (&stat)[Tr::kColGroups],
+                                                  const int (&first_seen)[2], float scale_log2) {
+#pragma unroll
+  for (int g = 0; g < Tr::kColGroups; ++g)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int e = 4 * g + 2 * h + j;
+        const bool masked = Mask == BwdMask::Keys     ? first_seen[h] > 0
+                            : Mask == BwdMask::Causal ? tile::AccLayout::col_offset(e) < first_seen[h]
+                                                      : false;
+        const float l = j == 0 ? stat[g].x : stat[g].y;
+        s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], scale_log2, -l));
+      }
+}
+
+// Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
+// head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
+// columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
+// so that the stores overlap them: the dS^T store with dV's GEMM (RS), the dQ part's with
+// dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
+template <class Tr>
+__device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                             const BwdWork<Tr>& w, int wg) {
+  const int t_wg = static_cast<int>(threadIdx.x % 128);
+  const int key0 = w.n_block * Tr::kBlockN + (Tr::kKvSplitHeadDim ? 0 : 64 * wg);
+  const int s_col0 = Tr::kKvSplitHeadDim ? Tr::kSCols * wg : 0;   // its queries of S^T
+  const int kv_col0 = Tr::kKvSplitHeadDim ? Tr::kKvCols * wg : 0;  // its columns of dK, dV
+  // This warpgroup's part of dQ_i: its columns (head-dim split) or rows (query split) of the
+  // dQ_i that both compute from the shared dS^T, or all of it over its own keys (key split).
+  const int dq_row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
+  float dk[Tr::kAcc], dv[Tr::kAcc];
+  tile::fill(dk, 0.0f);
+  tile::fill(dv, 0.0f);
+  tile::mbarrier_wait(sm.kv_full, 0);
+  tile::PipelineState<Tr::kStages> st;
+  const int steps = w.steps(p);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int m_block = at.m_block;
+    sm.pipe.consumer_wait(st);  // lines 16-17
+    // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
+    float s[Tr::kSAcc], dp[Tr::kSAcc];
+    const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
+    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+        s, sm.k, a_row0, sm.q_stage(st.index) + s_col0 * 128);
+    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+        dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
+    // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
+    // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
+    // g. L_i is loaded while the GEMMs run (a load at its use stalled the softmax).
+    const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
+    const int col0 = s_col0 + tile::AccLayout::col(t_wg, 0);
+    float2 stat[Tr::kColGroups];
+#pragma unroll
+    for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(lse + 4 * (col0 + 8 * g));
+    // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
+    // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
+    // Per row half h of the thread: the first column offset its key sees (key > query +
+    // seqlen_k - seqlen_q <=> col_offset(e) < first_seen[h]; all masked past seqlen_k).
+    int first_seen[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key0 + tile::AccLayout::row(t_wg, 2 * h);
+      first_seen[h] = key >= p.seqlen_k ? INT32_MAX
+                      : Tr::kCausal
+                          ? key - (m_block * Tr::kBlockM + col0) - (p.seqlen_k - p.seqlen_q)
+                          : INT32_MIN;
+    }
+    ptx::wgmma_wait_group<1>();
+    tile::pin_registers(s);
+    // No branch around the unmasked blocks: one cost 6% at d128 8k (A/B, v26g).
+    bwd_probabilities<Tr, Tr::kCausal ? BwdMask::Causal : BwdMask::Keys>(s, stat, first_seen,
+                                                                          p.scale_log2);
+    // D_i, while dP^T's GEMM completes.
+#pragma unroll
+    for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(dpsum + 4 * (col0 + 8 * g));
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dp);
+    // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
+#pragma unroll
+    for (int g = 0; g < Tr::kColGroups; ++g)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int e = 4 * g + 2 * h + j;
+          dp[e] = s[e] * (dp[e] - (j == 0 ? stat[g].x : stat[g].y));
         }
-      const int64_t row0 =
-          (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
-      ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
-      ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, full);
-      st.advance();
-    }
-  }
-
-  // Line 33: each step's dQ_i parts (in shared memory, one per consumer warpgroup) added into
-  // the workspace's fp32 accumulator by one bulk reduce-add each (one thread), as soon as that
-  // warpgroup's part is staged. Deterministic: a query block's adds wait until the K/V blocks
-  // before this one have made theirs (a counter per (batch, head, query block) that each CTA
-  // raises once its adds are complete), and the parts go in order, so every dQ element is
-  // summed in one order.
-  template <class Tr>
-  __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                                const BwdWork<Tr>& w) {
-    constexpr DqAccumLayout kLayout{Tr::kHeadDim};
-    const int steps = w.steps(p);
-    BwdStep at = w.first_step(p);
-    for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
-      const int head = at.head, m_block = at.m_block;
-      const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
-      float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
-      int32_t* semaphore = nullptr;
-      if (p.deterministic) {
-        semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
-        // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
-        // (causal: a block's first query block never decreases with the block), so this one's
-        // turn is its index.
-        tile::wait_counter_equals(semaphore, w.n_block);
-      }
-  #pragma unroll
-      for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-        tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
-        // The key split's parts add to the same floats: in deterministic mode the second waits
-        // until the first is complete (the order of two bulk operations in flight is not).
-        if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
-        const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
-        const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
-        ptx::bulk_reduce_add_f32(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
-                                 Tr::DqStaging::kBytes);
-        ptx::bulk_commit_group();
-      }
-      if (p.deterministic) {
-        // The adds must be complete in global memory, not only have read shared memory, before
-        // the next K/V block's CTA may add.
-        ptx::bulk_wait_group<0>();
-        ptx::fence_proxy_async_global();
-        ptx::red_add_release_gpu(semaphore, 1);
-      } else {
-        ptx::bulk_wait_group_read<0>();
-      }
-  #pragma unroll
-      for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
-    }
-    ptx::bulk_wait_group<0>();
-  }
-
-  // Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
-  // head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
-  // columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
-  // so that the stores overlap them: the dS^T store with dV's GEMM (RS), the dQ part's with
-  // dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
-  template <class Tr>
-  __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                               const BwdWork<Tr>& w, int wg) {
-    const int t_wg = static_cast<int>(threadIdx.x % 128);
-    const int key0 = w.n_block * Tr::kBlockN + (Tr::kKvSplitHeadDim ? 0 : 64 * wg);
-    const int s_col0 = Tr::kKvSplitHeadDim ? Tr::kSCols * wg : 0;   // its queries of S^T
-    const int kv_col0 = Tr::kKvSplitHeadDim ? Tr::kKvCols * wg : 0;  // its columns of dK, dV
-    // This warpgroup's part of dQ_i: its columns (head-dim split) or rows (query split) of the
-    // dQ_i that both compute from the shared dS^T, or all of it over its own keys (key split).
-    const int dq_row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
-    float dk[Tr::kAcc], dv[Tr::kAcc];
-    tile::fill(dk, 0.0f);
-    tile::fill(dv, 0.0f);
-    tile::mbarrier_wait(sm.kv_full, 0);
-    tile::PipelineState<Tr::kStages> st;
-    const int steps = w.steps(p);
-    BwdStep at = w.first_step(p);
-    for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
-      const int m_block = at.m_block;
-      sm.pipe.consumer_wait(st);  // lines 16-17
-      // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
-      float s[Tr::kSAcc], dp[Tr::kSAcc];
-      const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
-      tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
-          s, sm.k, a_row0, sm.q_stage(st.index) + s_col0 * 128);
-      tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
-          dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
-      // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
-      // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
-      // g. L_i is loaded while the GEMMs run (a load at its use stalled the softmax).
-      const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
-      const int col0 = s_col0 + tile::AccLayout::col(t_wg, 0);
-      float2 stat[Tr::kColGroups];
-  #pragma unroll
-      for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(lse + 4 * (col0 + 8 * g));
-      // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k):
-      // there S^T is -inf first, so that one unpredicated FFMA and EX2 serve every element.
-      // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
-      // Per row half h of the thread: whether its key exists, and (causal) the first column
-      // offset it sees: key > query + seqlen_k - seqlen_q <=> col_offset(e) < first_seen[h].
-      bool key_ok[2];
-      int first_seen[2];
-  #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int key = key0 + tile::AccLayout::row(t_wg, 2 * h);
-        key_ok[h] = key < p.seqlen_k;
-        first_seen[h] = Tr::kCausal
-                            ? key - (m_block * Tr::kBlockM + col0) - (p.seqlen_k - p.seqlen_q)
-                            : INT32_MIN;
-      }
-      ptx::wgmma_wait_group<1>();
-      tile::pin_registers(s);
-  #pragma unroll
-      for (int g = 0; g < Tr::kColGroups; ++g)
-  #pragma unroll
-        for (int h = 0; h < 2; ++h)
-  #pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int e = 4 * g + 2 * h + j;
-            const bool masked = !key_ok[h] || tile::AccLayout::col_offset(e) < first_seen[h];
-            const float l = j == 0 ? stat[g].x : stat[g].y;
-            s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], p.scale_log2, -l));
-          }
-      // D_i, while dP^T's GEMM completes.
-  #pragma unroll
-      for (int g = 0; g < Tr::kColGroups; ++g) stat[g] = ptx::ld_shared_v2_f32(dpsum + 4 * (col0 + 8 * g));
+    // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
+    // pairs at once would not fit with block_m 128.
+    uint32_t p_frag[Tr::kSCols / 16][4], ds_frag[Tr::kSCols / 16][4];
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(s, p_frag);
+    tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(dp, ds_frag);
+    // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T (_kvh: its 32 columns,
+    // and P^T's too), stored before dV's GEMM is issued so that the stores complete while it
+    // issues, not at the fence. Their last reader was the dQ GEMM (and _kvh, dV's and dK's)
+    // of step t - ds_stages: with the key split this warpgroup's own, complete at its wait;
+    // with the others also the other warpgroup's, complete before it joined the barrier of
+    // step t - 1.
+    const int ds_stage = Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages;
+    const uint32_t ds = sm.ds_tile(ds_stage);
+    tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, a_row0, s_col0, t_wg);
+    if constexpr (Tr::kKvSplitHeadDim)
+      tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
+                                                                    s_col0, t_wg);
+    else  // Line 23: dV_j += P^T dO_i (A from registers).
+      tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
+    ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
+    if (Tr::kSharedDs)
+      ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
+    else
+      ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
+    if constexpr (Tr::kKvSplitHeadDim) {
+      // _kvh: lines 23-24 first, dV_j += P^T dO_i and dK_j += dS^T Q_i with both warpgroups'
+      // P^T and dS^T from shared memory: they are the last readers of the (single) Q/dO
+      // stage, which is released as soon as they complete, so that the next step's loads
+      // overlap the dQ GEMM and its store.
+      const uint32_t slice = (kv_col0 / 64) * Tr::QTile::kChunkBytes;
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
+      // Line 26: its 128 columns of dQ_i = dS K_j.
+      float dq[Tr::kDqAcc];
+      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+          dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
+      ptx::wgmma_wait_group<1>();  // dV and dK
+      tile::pin_registers(dv);
+      tile::pin_registers(dk);
+      // Every thread arrives after its own reads of L_i and D_i (see below).
+      sm.pipe.consumer_release(st);
       ptx::wgmma_wait_group<0>();
-      tile::pin_registers(dp);
-      // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
-  #pragma unroll
-      for (int g = 0; g < Tr::kColGroups; ++g)
-  #pragma unroll
-        for (int h = 0; h < 2; ++h)
-  #pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            const int e = 4 * g + 2 * h + j;
-            dp[e] = s[e] * (dp[e] - (j == 0 ? stat[g].x : stat[g].y));
-          }
-      // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
-      // pairs at once would not fit with block_m 128.
-      uint32_t p_frag[Tr::kSCols / 16][4], ds_frag[Tr::kSCols / 16][4];
-      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(s, p_frag);
-      tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(dp, ds_frag);
-      // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T (_kvh: its 32 columns,
-      // and P^T's too), stored before dV's GEMM is issued so that the stores complete while it
-      // issues, not at the fence. Their last reader was the dQ GEMM (and _kvh, dV's and dK's)
-      // of step t - ds_stages: with the key split this warpgroup's own, complete at its wait;
-      // with the others also the other warpgroup's, complete before it joined the barrier of
-      // step t - 1.
-      const int ds_stage = Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages;
-      const uint32_t ds = sm.ds_tile(ds_stage);
-      tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, a_row0, s_col0, t_wg);
-      if constexpr (Tr::kKvSplitHeadDim)
-        tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
-                                                                      s_col0, t_wg);
-      else  // Line 23: dV_j += P^T dO_i (A from registers).
-        tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
-      ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
-      if (Tr::kSharedDs)
-        ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
-      else
-        ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
-      if constexpr (Tr::kKvSplitHeadDim) {
-        // _kvh: lines 23-24 first, dV_j += P^T dO_i and dK_j += dS^T Q_i with both warpgroups'
-        // P^T and dS^T from shared memory: they are the last readers of the (single) Q/dO
-        // stage, which is released as soon as they complete, so that the next step's loads
-        // overlap the dQ GEMM and its store.
-        const uint32_t slice = (kv_col0 / 64) * Tr::QTile::kChunkBytes;
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
-        // Line 26: its 128 columns of dQ_i = dS K_j.
-        float dq[Tr::kDqAcc];
-        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
-            dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
-        ptx::wgmma_wait_group<1>();  // dV and dK
-        tile::pin_registers(dv);
-        tile::pin_registers(dk);
-        // Every thread arrives after its own reads of L_i and D_i (see below).
-        sm.pipe.consumer_release(st);
-        ptx::wgmma_wait_group<0>();
-        tile::pin_registers(dq);
-        tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
-        Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-        ptx::fence_proxy_async_shared();
-        ptx::mbarrier_arrive(sm.dq_full_bar(wg));
-      } else {
+      tile::pin_registers(dq);
+      tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
+      Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+    } else {
       // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
       float dq[Tr::kDqAcc];
@@ -451,6 +468,32 @@ struct BwdWork {
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
   // query sees (causal) get zeros.
 #pragma unroll
+  for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
+  if (p.dkv_tma) {
+    // Through shared memory: staged in K_j's and V_j's tiles (the TMA layout they were loaded
+    // in), once no GEMM of either warpgroup reads them, then stored by TMA (whole 128-byte
+    // lines; the rows past seqlen_k are clipped by the tensor maps).
+    ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+    const int row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
+    tile::warpgroup_store_acc<typename Tr::KVTile, Tr::kKvCols>(dk, sm.k, row0, kv_col0, t_wg);
+    tile::warpgroup_store_acc<typename Tr::KVTile, Tr::kKvCols>(dv, sm.v, row0, kv_col0, t_wg);
+    ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
+    ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+    if (wg == 0 && t_wg == 0) {
+      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+        for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
+          const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
+          const int row = w.n_block * Tr::kBlockN + r;
+          ptx::tma_store_4d(&p.tma_dk, sm.k + at, c * 64, row, w.kv_head, w.batch);
+          ptx::tma_store_4d(&p.tma_dv, sm.v + at, c * 64, row, w.kv_head, w.batch);
+        }
+      ptx::bulk_commit_group();
+      ptx::bulk_wait_group_read<0>();  // shared memory outlives the stores' reads
+    }
+    return;
+  }
+  // The caller's dK or dV is not TMA-aligned (bwd_params.h): 4-byte pairs from registers.
+#pragma unroll
   for (int e = 0; e < Tr::kAcc; e += 2) {
     const int key = key0 + tile::AccLayout::row(t_wg, e);
     if (key >= p.seqlen_k) continue;
@@ -459,8 +502,8 @@ struct BwdWork {
                          w.kv_head * p.dk_stride[2] + col;
     const int64_t v_at = w.batch * p.dv_stride[0] + key * p.dv_stride[1] +
                          w.kv_head * p.dv_stride[2] + col;
-    const uint32_t k_pair = Tr::kIsBF16 ? ptx::pack_bf16x2(dk[e] * p.scale, dk[e + 1] * p.scale)
-                                        : ptx::pack_f16x2(dk[e] * p.scale, dk[e + 1] * p.scale);
+    const uint32_t k_pair = Tr::kIsBF16 ? ptx::pack_bf16x2(dk[e], dk[e + 1])
+                                        : ptx::pack_f16x2(dk[e], dk[e + 1]);
     const uint32_t v_pair = Tr::kIsBF16 ? ptx::pack_bf16x2(dv[e], dv[e + 1])
                                         : ptx::pack_f16x2(dv[e], dv[e + 1]);
     *reinterpret_cast<uint32_t*>(p.dk + k_at) = k_pair;

@@ -13,6 +13,9 @@ struct BwdParams {
   // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle, boxes of
   // 64 columns x 64 rows.
   TensorMapBytes tma_q, tma_k, tma_v, tma_do;
+  // dK and dV as the same maps (heads_kv heads), for the epilogue's TMA stores; encoded only
+  // when both tensors meet TMA's rules (16-byte aligned data and strides), dkv_tma then 1.
+  TensorMapBytes tma_dk, tma_dv;
   // The caller's O and dO (preprocess), and the outputs: 16-bit, strides in elements.
   const uint16_t* o;
   const uint16_t* dout;
@@ -36,6 +39,7 @@ struct BwdParams {
   float scale;       // softmax_scale
   float scale_log2;  // softmax_scale * log2(e)
   int32_t deterministic;
+  int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
 };
 
 }  // namespace fa3

@@ -11,6 +11,15 @@ namespace fa3 {
 
 namespace {
 
+// Whether TMA can store into t (16-bit elements): 16-byte aligned data and 16-byte multiples
+// of every stride that is stepped (a dimension of size 1 never is; encode_tensor_map gives it
+// a stride of its own).
+bool tma_storable(const fa3_tensor& t) {
+  auto ok = [](int64_t size, int64_t stride) { return size == 1 || (stride * 2) % 16 == 0; };
+  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && ok(t.seqlen, t.stride_seq) &&
+         ok(t.heads, t.stride_head) && ok(t.batch, t.stride_batch);
+}
+
 void copy_strides(const fa3_tensor& t, int64_t out[3]) {
   out[0] = t.stride_batch;
   out[1] = t.stride_seq;
@@ -40,6 +49,11 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
   if (e.failed()) return e;
+  // dK and dV by TMA where both allow it; otherwise (or should the driver refuse a map) the
+  // kernel's 4-byte stores, which take any layout the argument checks accept.
+  p.dkv_tma = tma_storable(dk) && tma_storable(dv) &&
+              !encode_tensor_map(d, dk, "dk", 64, &p.tma_dk).failed() &&
+              !encode_tensor_map(d, dv, "dv", 64, &p.tma_dv).failed();
   p.o = static_cast<const uint16_t*>(o.data);
   p.dout = static_cast<const uint16_t*>(dout.data);
   p.dq = static_cast<uint16_t*>(dq.data);
