@@ -1,5 +1,6 @@
 #include "backward_runner.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -144,7 +145,8 @@ Outcome BackwardRunner::run_forward_once(const Problem& p, const BackwardSets& i
   return o;
 }
 
-Outcome BackwardRunner::launch(const Problem& p, const BackwardSets& in, int set) {
+Outcome BackwardRunner::launch(const Problem& p, const BackwardSets& in, int set,
+                               const std::string& kernel) {
   Call c = call_for(p, in, set);
   if (settings_.direction == Direction::FwdBwd) {
     // A training step's forward: with the LSE the backward needs.
@@ -152,14 +154,19 @@ Outcome BackwardRunner::launch(const Problem& p, const BackwardSets& in, int set
         forward_outcome(fa3_forward(fa3_, &c.q, &c.k, &c.v, &c.o, c.lse, &c.params, stream_));
     if (!o.ok) return o;
   }
+  if (!kernel.empty())
+    return fa3_outcome(fa3_backward_with_kernel(fa3_, kernel.c_str(), &c.q, &c.k, &c.v, &c.o,
+                                                &c.dout, c.lse, &c.dq, &c.dk, &c.dv, &c.params,
+                                                c.workspace, in.workspace_bytes, stream_),
+                       "fa3_backward_with_kernel");
   return fa3_outcome(fa3_backward(fa3_, &c.q, &c.k, &c.v, &c.o, &c.dout, c.lse, &c.dq, &c.dk,
                                   &c.dv, &c.params, c.workspace, in.workspace_bytes, stream_),
                      "fa3_backward");
 }
 
 Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
-                                      std::vector<uint16_t>* dq, std::vector<uint16_t>* dk,
-                                      std::vector<uint16_t>* dv) {
+                                      const std::string& kernel, std::vector<uint16_t>* dq,
+                                      std::vector<uint16_t>* dk, std::vector<uint16_t>* dv) {
   // 0xFF bytes are NaN in fp16, bf16 and fp32: a gradient the backward does not write, or a
   // workspace it reads before writing (the contract promises it nothing), fails the check.
   std::vector<std::pair<size_t, size_t>> poisoned = {
@@ -172,7 +179,7 @@ Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
   Outcome o = Outcome::success();
   for (const auto& [offset, bytes] : poisoned)
     if (o.ok) o = cuda_outcome(cudaMemsetAsync(in.at(0, offset), 0xFF, bytes, stream_), "poison the outputs");
-  if (o.ok) o = launch(p, in, 0);
+  if (o.ok) o = launch(p, in, 0, kernel);
   if (o.ok) o = cuda_outcome(cudaStreamSynchronize(stream_), "run for the check");
   if (!o.ok) return o;
   dq->resize(in.q_bytes / 2);
@@ -190,29 +197,33 @@ Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
 }
 
 Outcome BackwardRunner::check_gradients(const Problem& p, const BackwardSets& in,
-                                        const Progress& progress, BackwardCheckResult* result) {
+                                        const std::string& kernel, const Progress& progress,
+                                        std::optional<BackwardReference>* reference,
+                                        BackwardCheckResult* result) {
   std::vector<uint16_t> dq, dk, dv;
-  Outcome o = run_for_check(p, in, &dq, &dk, &dv);
+  Outcome o = run_for_check(p, in, kernel, &dq, &dk, &dv);
   if (!o.ok) return o;
   std::string not_repeated;  // --deterministic: the gradients whose bits a second run changed
   if (settings_.deterministic) {
     std::vector<uint16_t> dq2, dk2, dv2;
-    o = run_for_check(p, in, &dq2, &dk2, &dv2);
+    o = run_for_check(p, in, kernel, &dq2, &dk2, &dv2);
     if (!o.ok) return o;
     for (const auto& [name, first, second] : {std::tuple{"dq", &dq, &dq2}, std::tuple{"dk", &dk, &dk2},
                                               std::tuple{"dv", &dv, &dv2}})
       if (*first != *second) not_repeated += (not_repeated.empty() ? "" : ", ") + std::string(name);
   }
 
-  progress("computing the float64 backward reference on the host");
-  const size_t q_count = static_cast<size_t>(p.q_elements()), kv_count = static_cast<size_t>(p.kv_elements());
-  const uint16_t* host = pool_.values(p.dtype, 2 * q_count + 2 * kv_count);
-  const std::vector<float> q = to_float(host, q_count, p.dtype);
-  const std::vector<float> k = to_float(host + q_count, kv_count, p.dtype);
-  const std::vector<float> v = to_float(host + q_count + kv_count, kv_count, p.dtype);
-  const std::vector<float> dout = to_float(host + q_count + 2 * kv_count, q_count, p.dtype);
-  const BackwardReference ref = compute_backward_reference(p, q.data(), k.data(), v.data(), dout.data());
-  *result = compare_backward(p, ref, dq.data(), dk.data(), dv.data());
+  if (!reference->has_value()) {
+    progress("computing the float64 backward reference on the host");
+    const size_t q_count = static_cast<size_t>(p.q_elements()), kv_count = static_cast<size_t>(p.kv_elements());
+    const uint16_t* host = pool_.values(p.dtype, 2 * q_count + 2 * kv_count);
+    const std::vector<float> q = to_float(host, q_count, p.dtype);
+    const std::vector<float> k = to_float(host + q_count, kv_count, p.dtype);
+    const std::vector<float> v = to_float(host + q_count + kv_count, kv_count, p.dtype);
+    const std::vector<float> dout = to_float(host + q_count + 2 * kv_count, q_count, p.dtype);
+    *reference = compute_backward_reference(p, q.data(), k.data(), v.data(), dout.data());
+  }
+  *result = compare_backward(p, **reference, dq.data(), dk.data(), dv.data());
   if (!not_repeated.empty()) {
     result->pass = false;
     result->failure += (result->failure.empty() ? "" : "; ") + std::string("--deterministic: ") +
@@ -221,62 +232,111 @@ Outcome BackwardRunner::check_gradients(const Problem& p, const BackwardSets& in
   return o;
 }
 
-Outcome BackwardRunner::measure(const Problem& p, const BackwardSets& in, const Progress& progress,
-                                TimingStats* timing) {
-  std::vector<std::vector<double>> rounds;
-  TimingStats stats;
-  for (int round = 0; round < settings_.rounds; ++round) {
-    if (settings_.rounds > 1)
-      progress("timing round " + std::to_string(round + 1) + " of " +
-               std::to_string(settings_.rounds));
-    std::vector<double> samples;
-    const Outcome o = timer_.measure(
-        stream_, settings_.warmup, in.count, [&](int set) { return launch(p, in, set); }, &stats,
-        &samples);
-    if (!o.ok) return o;
-    cool_down(settings_.cooldown, samples);
-    rounds.push_back(std::move(samples));
-  }
-  *timing = rounds.size() > 1 ? summarize_rounds(rounds) : stats;
-  return Outcome::success();
+Outcome BackwardRunner::time_round(const Problem& p, const BackwardSets& in,
+                                   const std::string& kernel, TimingStats* stats,
+                                   std::vector<double>* samples) {
+  const Outcome o = timer_.measure(
+      stream_, settings_.warmup, in.count, [&](int set) { return launch(p, in, set, kernel); },
+      stats, samples);
+  if (o.ok) cool_down(settings_.cooldown, *samples);
+  return o;
 }
 
 std::vector<ResultRow> BackwardRunner::run(const Problem& p, const Progress& progress,
                                            Outcome* fatal) {
-  ResultRow row;
-  row.problem = p;
-  row.direction = settings_.direction;
-  row.config = backward_config_label(settings_);
-  auto stop = [&](const Outcome& o) {
+  const bool named = !settings_.kernels.empty();
+  // "": fa3_backward, the table's pick.
+  const std::vector<std::string> kernels = named ? settings_.kernels : std::vector<std::string>{""};
+  ResultRow problem_row;
+  problem_row.problem = p;
+  problem_row.direction = settings_.direction;
+  problem_row.config = named ? "-" : backward_config_label(settings_);
+  // A failure of the whole problem (or, below, of one kernel): its row's note.
+  auto note_failure = [&](ResultRow* row, const Outcome& o) {
     if (o.unsupported) {
-      row.skipped = true;
-      row.note = "skipped: " + o.reason;
+      row->skipped = true;
+      row->note = "skipped: " + o.reason;
     } else {
-      row.note = o.reason;
+      row->note = o.reason;
     }
     if (o.fatal) *fatal = o;
-    return std::vector<ResultRow>{row};
+  };
+  auto stop = [&](const Outcome& o) {
+    note_failure(&problem_row, o);
+    return std::vector<ResultRow>{problem_row};
   };
 
   progress("uploading inputs");
   BackwardSets in;
   Outcome o = prepare_sets(p, &in);
   if (!o.ok) return stop(o);
-  row.sets = in.count;
+  problem_row.sets = in.count;
   progress("fa3_forward for O and LSE");
   o = run_forward_once(p, in);
   if (!o.ok) return stop(o);
-  progress("checking " + row.config);
-  BackwardCheckResult check;
-  o = check_gradients(p, in, progress, &check);
-  if (!o.ok) return stop(o);
-  row.backward_check = check;
-  progress("timing " + row.config);
-  TimingStats timing;
-  o = measure(p, in, progress, &timing);
-  if (!o.ok) return stop(o);
-  row.timing = timing;
-  return {row};
+
+  // Round 1: each kernel checked, then timed.
+  std::optional<BackwardReference> reference;
+  std::vector<ResultRow> rows;
+  std::vector<std::vector<std::vector<double>>> rounds(kernels.size());
+  std::vector<size_t> timed;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    ResultRow row = problem_row;
+    if (named) row.config = kernels[i];
+    progress("checking " + row.config);
+    BackwardCheckResult check;
+    o = check_gradients(p, in, kernels[i], progress, &reference, &check);
+    if (o.ok) {
+      row.backward_check = check;
+      if (settings_.rounds > 1)
+        progress("timing round 1 of " + std::to_string(settings_.rounds) + ": " + row.config);
+      else
+        progress("timing " + row.config);
+      TimingStats stats;
+      std::vector<double> samples;
+      o = time_round(p, in, kernels[i], &stats, &samples);
+      if (o.ok) {
+        row.timing = stats;
+        rounds[i].push_back(std::move(samples));
+        // A kernel that failed its check is never picked: its first round is all it gets.
+        if (check.pass) timed.push_back(i);
+      }
+    }
+    if (!o.ok) note_failure(&row, o);
+    rows.push_back(row);
+    if (!fatal->ok) return rows;
+  }
+  // Rounds 2..: over the kernels still timed, each round starting further down the list
+  // (Runner::time_more_rounds' order).
+  const int total = settings_.rounds;
+  for (int round = 1; round < total && !timed.empty(); ++round) {
+    const size_t start = timed.size() * static_cast<size_t>(round) / static_cast<size_t>(total);
+    std::vector<size_t> still_timed;
+    for (size_t n = 0; n < timed.size(); ++n) {
+      const size_t i = timed[(start + n) % timed.size()];
+      progress("timing round " + std::to_string(round + 1) + " of " + std::to_string(total) +
+               ": " + rows[i].config);
+      TimingStats stats;
+      std::vector<double> samples;
+      o = time_round(p, in, kernels[i], &stats, &samples);
+      if (!o.ok) {
+        rows[i].note = "timing round " + std::to_string(round + 1) + ": " + o.reason;
+        rows[i].timing.reset();
+        if (o.fatal) {
+          *fatal = o;
+          return rows;
+        }
+        continue;
+      }
+      rounds[i].push_back(std::move(samples));
+      still_timed.push_back(i);
+    }
+    std::sort(still_timed.begin(), still_timed.end());
+    timed = std::move(still_timed);
+  }
+  if (total > 1)
+    for (size_t i : timed) rows[i].timing = summarize_rounds(rounds[i]);
+  return rows;
 }
 
 }  // namespace fa3bench

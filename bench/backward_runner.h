@@ -2,13 +2,16 @@
 // rotating buffer sets, runs fa3_forward once (with the LSE) for the O and LSE the backward
 // reads, checks dQ, dK and dV against the float64 host reference (backward_check.h), then
 // times fa3_backward (bwd) or fa3_forward + fa3_backward (fwdbwd) with the forward's
-// LaunchTimer: the same warm-up, event pairs, median, rounds and L2 rotation. The workspace
+// LaunchTimer: the same warm-up, event pairs, median, rounds and L2 rotation. With a list of
+// kernels (fa3-tune --direction bwd) each runs by fa3_backward_with_kernel, all checked
+// against one reference and timed in rounds interleaved over them (as Runner's). The workspace
 // (fa3_backward_workspace_size) is part of each buffer set, allocated before anything is
 // timed. Every failure becomes the row's note; a fatal one is handed back so the sweep stops.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,9 @@ struct BackwardSettings {
   int warmup = 10;
   int rounds = 1;       // RunnerSettings::rounds: the row's median is that of its rounds' medians
   double cooldown = 0;  // RunnerSettings::cooldown
+  // Empty: fa3_backward, the tuning table's pick (one row). Otherwise these kernels, each by
+  // fa3_backward_with_kernel (one row each, its config the kernel's name).
+  std::vector<std::string> kernels;
 };
 
 // What the config column shows for a backward row: the calls timed, and the reduction order.
@@ -51,8 +57,10 @@ class BackwardRunner {
   BackwardRunner(fa3_handle* fa3, cudaStream_t stream, const DeviceInfo& device,
                  LaunchTimer& timer, BackwardSettings settings);
 
-  // The problem's one row. A problem fa3_backward does not cover (FA3_ERR_UNSUPPORTED: head
-  // dim 256) gives a skipped row. *fatal is set when the sweep must stop.
+  // The problem's row, or one row per kernel of BackwardSettings::kernels. A problem
+  // fa3_backward does not cover (FA3_ERR_UNSUPPORTED) gives a skipped row; a kernel that does
+  // not fit, a row with its note. A problem that fails before any kernel runs gives one row
+  // (config "-" with a list of kernels). *fatal is set when the sweep must stop.
   std::vector<ResultRow> run(const Problem& p, const Progress& progress, Outcome* fatal);
 
  private:
@@ -61,15 +69,20 @@ class BackwardRunner {
   Outcome prepare_sets(const Problem& p, BackwardSets* in);
   Outcome run_forward_once(const Problem& p, const BackwardSets& in);
   Call call_for(const Problem& p, const BackwardSets& in, int set) const;
-  Outcome launch(const Problem& p, const BackwardSets& in, int set);
+  // `kernel` "": fa3_backward; else fa3_backward_with_kernel.
+  Outcome launch(const Problem& p, const BackwardSets& in, int set, const std::string& kernel);
   // Poisons set 0's outputs and workspace (and, for fwdbwd, its O and LSE) with NaN, runs
   // launch() on set 0 and copies dQ, dK, dV back whole.
-  Outcome run_for_check(const Problem& p, const BackwardSets& in, std::vector<uint16_t>* dq,
-                        std::vector<uint16_t>* dk, std::vector<uint16_t>* dv);
-  Outcome check_gradients(const Problem& p, const BackwardSets& in, const Progress& progress,
+  Outcome run_for_check(const Problem& p, const BackwardSets& in, const std::string& kernel,
+                        std::vector<uint16_t>* dq, std::vector<uint16_t>* dk,
+                        std::vector<uint16_t>* dv);
+  // `reference` is computed on the first call for a problem and reused for its other kernels.
+  Outcome check_gradients(const Problem& p, const BackwardSets& in, const std::string& kernel,
+                          const Progress& progress, std::optional<BackwardReference>* reference,
                           BackwardCheckResult* result);
-  Outcome measure(const Problem& p, const BackwardSets& in, const Progress& progress,
-                  TimingStats* timing);
+  // One round of warm-up and timed launches of `kernel`, then the cooldown.
+  Outcome time_round(const Problem& p, const BackwardSets& in, const std::string& kernel,
+                     TimingStats* stats, std::vector<double>* samples);
 
   fa3_handle* fa3_;
   cudaStream_t stream_;

@@ -148,11 +148,32 @@ fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name, const
   });
 }
 
-fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
-                        const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
-                        const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,
-                        const fa3_params* p, void* workspace, size_t workspace_bytes,
-                        void* stream) {
+}  // extern "C"
+
+namespace {
+
+// The kernel fa3_backward_with_kernel names: a compiled backward kernel that fits the problem.
+Error named_backward_kernel(const char* kernel_name, const fa3::BackwardProblem& prob,
+                            const fa3::KernelInfo** out) {
+  const fa3::KernelInfo* kernel = fa3::find_any_compiled_kernel(kernel_name);
+  if (!kernel)
+    return make_error(FA3_ERR_UNSUPPORTED, std::string("kernel_name '") + kernel_name +
+                                               "' is not a kernel compiled into this library (fa3_kernel_name lists them)");
+  if (kernel->direction != fa3::Direction::Backward || !fa3::bwd_config_fits(kernel->bwd, prob))
+    return make_error(FA3_ERR_UNSUPPORTED,
+                      std::string("kernel ") + kernel_name + " is not a backward kernel that fits this problem (" +
+                          fa3::dtype_name(prob.dtype) + ", head_dim " + std::to_string(prob.head_dim) +
+                          (prob.causal ? ", causal" : ", not causal") + ")");
+  *out = kernel;
+  return Error::ok();
+}
+
+// fa3_backward and fa3_backward_with_kernel: `kernel_name` NULL runs the tuning table's pick.
+fa3_status backward(fa3_handle* h, const char* kernel_name, const fa3_tensor* q,
+                    const fa3_tensor* k, const fa3_tensor* v, const fa3_tensor* o,
+                    const fa3_tensor* dout, const float* lse, fa3_tensor* dq, fa3_tensor* dk,
+                    fa3_tensor* dv, const fa3_params* p, void* workspace, size_t workspace_bytes,
+                    void* stream) {
   return guarded([&] {
     if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
     fa3::BackwardProblem prob;
@@ -162,7 +183,9 @@ fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                                         dq, dk, dv);
     const fa3::KernelInfo* kernel = nullptr;
     if (!e.failed())
-      e = fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &kernel);
+      e = kernel_name ? named_backward_kernel(kernel_name, prob, &kernel)
+                      : fa3::select_backward_kernel(h->table, fa3::compiled_backward_kernels(),
+                                                    prob, &kernel);
     if (e.failed()) return fail(e);
     const CUstream s = static_cast<CUstream>(stream);
     const auto launch = [&](CUdeviceptr w) {
@@ -182,6 +205,32 @@ fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
     }
     return e.failed() ? fail(e) : FA3_OK;
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
+                        const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
+                        const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,
+                        const fa3_params* p, void* workspace, size_t workspace_bytes,
+                        void* stream) {
+  return backward(h, nullptr, q, k, v, o, dout, lse, dq, dk, dv, p, workspace, workspace_bytes,
+                  stream);
+}
+
+fa3_status fa3_backward_with_kernel(fa3_handle* h, const char* kernel_name, const fa3_tensor* q,
+                                    const fa3_tensor* k, const fa3_tensor* v, const fa3_tensor* o,
+                                    const fa3_tensor* dout, const float* lse, fa3_tensor* dq,
+                                    fa3_tensor* dk, fa3_tensor* dv, const fa3_params* p,
+                                    void* workspace, size_t workspace_bytes, void* stream) {
+  if (!kernel_name) {
+    fa3::clear_last_error();
+    return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name is NULL");
+  }
+  return backward(h, kernel_name, q, k, v, o, dout, lse, dq, dk, dv, p, workspace,
+                  workspace_bytes, stream);
 }
 
 fa3_status fa3_backward_workspace_size(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
@@ -242,7 +291,7 @@ fa3_status fa3_tuning_table_validate(const char* path) {
   return guarded([&] {
     if (!path) return fail(FA3_ERR_INVALID_ARGUMENT, "path is NULL: pass a tuning-table JSON file");
     fa3::TuningTable table;
-    Error e = fa3::TuningTable::load_file(path, fa3::compiled_kernels(), &table);
+    Error e = fa3::TuningTable::load_file(path, fa3::compiled_forward_and_backward_kernels(), &table);
     return e.failed() ? fail(e) : FA3_OK;
   });
 }

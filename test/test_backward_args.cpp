@@ -11,10 +11,15 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "fa3/fa3.h"
@@ -23,6 +28,7 @@
 #include "runtime/backward_problem.h"
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/tuning_table.h"
 
 namespace {
 
@@ -350,10 +356,11 @@ FakeCuda& fake() {
 // A handle on the fake driver for one test; the driver's log starts empty after its creation.
 struct FakeHandle {
   fa3_handle* h = nullptr;
-  FakeHandle() {
+  // `tuning_table`: a table file (NULL: the built-in table).
+  explicit FakeHandle(const char* tuning_table = nullptr) {
     setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
     fake().reset();
-    const fa3_status s = fa3_create(&h, 0, nullptr);
+    const fa3_status s = fa3_create(&h, 0, tuning_table);
     INFO(fa3_last_error());
     REQUIRE(s == FA3_OK);
     fake().reset();
@@ -945,4 +952,154 @@ TEST_CASE("backward: concurrent calls on one handle get one workspace per stream
   const size_t allocations = fake().count("cuMemAlloc");
   fh.destroy();
   CHECK(fake().count("cuMemFree") == allocations);  // every workspace freed once
+}
+
+// ---- which kernel runs: the tuning table's bwd entry, else the first that fits ------------------
+
+namespace {
+
+// The kernel the handle loaded last (a backward call loads one cubin: its kernel's).
+const fa3::KernelInfo* last_loaded(fa3_handle* h) {
+  REQUIRE_FALSE(h->loaded.empty());
+  return h->loaded.back().kernel;
+}
+
+// The built-in table without its bwd entries, in a file removed with the object.
+struct ForwardOnlyTable {
+  std::string path = (std::filesystem::temp_directory_path() /
+                      ("fa3_test_forward_only_" + std::to_string(getpid()) + ".json"))
+                         .string();
+  ForwardOnlyTable() {
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(fa3::builtin_tuning_table_text());
+    nlohmann::ordered_json forward = nlohmann::ordered_json::array();
+    for (const auto& e : doc["entries"])
+      if (e["match"]["direction"] == "fwd") forward.push_back(e);
+    REQUIRE(forward.size() < doc["entries"].size());
+    doc["entries"] = forward;
+    std::ofstream(path) << doc.dump(2);
+  }
+  ~ForwardOnlyTable() { std::remove(path.c_str()); }
+};
+
+}  // namespace
+
+TEST_CASE("backward: the tuning table's bwd entry picks the kernel; without one the first that fits",
+          "[cpu][api][tuning]") {
+  fa3::BackwardProblem prob;
+  prob.dtype = fa3::DType::BF16;
+  prob.head_dim = 64;
+  prob.causal = false;
+  prob.seqlen_q = prob.seqlen_k = 4096;
+  // Two bf16 d64 kernels: the table picks the second in name order for long sequences.
+  auto fake_bwd = [](const std::string& name) {
+    fa3::KernelInfo k;
+    k.name = name;
+    k.direction = fa3::Direction::Backward;
+    k.bwd = fa3::parse_bwd_kernel_name(name).value();
+    return k;
+  };
+  const std::vector<fa3::KernelInfo> kernels = {fake_bwd("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq"),
+                                                fake_bwd("fa3_bwd_bf16_d64_m64_n128_s2_w2")};
+  std::vector<fa3::KernelInfo> table_kernels = fa3::compiled_kernels();
+  table_kernels.insert(table_kernels.end(), kernels.begin(), kernels.end());
+  nlohmann::ordered_json doc = nlohmann::ordered_json::parse(fa3::builtin_tuning_table_text());
+  nlohmann::ordered_json entries = nlohmann::ordered_json::array();
+  for (const auto& e : doc["entries"])
+    if (e["match"]["direction"] == "fwd") entries.push_back(e);
+  for (const auto& [lo, hi, kernel] : {std::tuple{1, 2047, kernels[0].name},
+                                       std::tuple{2048, 2147483647, kernels[1].name}})
+    entries.push_back({{"match", {{"direction", "bwd"}, {"dtype", "bf16"}, {"head_dim", 64},
+                                  {"causal", false}, {"seqlen_q", {lo, hi}}}},
+                       {"kernel", kernel}});
+  doc["entries"] = entries;
+  fa3::TuningTable table;
+  const fa3::Error parsed = fa3::TuningTable::parse(doc.dump(), "t.json", table_kernels, &table);
+  INFO(parsed.message);
+  REQUIRE_FALSE(parsed.failed());
+
+  const fa3::KernelInfo* kernel = nullptr;
+  REQUIRE_FALSE(fa3::select_backward_kernel(table, kernels, prob, &kernel).failed());
+  CHECK(kernel->name == "fa3_bwd_bf16_d64_m64_n128_s2_w2");
+  prob.seqlen_q = 2047;
+  REQUIRE_FALSE(fa3::select_backward_kernel(table, kernels, prob, &kernel).failed());
+  CHECK(kernel->name == "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq");
+  // No bwd entry for the causal key: the first of the list that fits.
+  std::vector<fa3::KernelInfo> causal = {fake_bwd("fa3_bwd_bf16_d64_m64_n128_s2_w2_causal"),
+                                         fake_bwd("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal")};
+  prob.causal = true;
+  REQUIRE_FALSE(fa3::select_backward_kernel(table, causal, prob, &kernel).failed());
+  CHECK(kernel == &causal[0]);
+  // ... and none fitting is the fallback's sentence.
+  const fa3::Error none = fa3::select_backward_kernel(table, kernels, prob, &kernel);
+  CHECK(none.status == FA3_ERR_UNSUPPORTED);
+  CHECK(none.message ==
+        "no backward kernel for this problem (bf16, head_dim 64, causal) is compiled into this library");
+}
+
+TEST_CASE("backward: fa3_backward runs the built-in table's pick, or with a forward-only table "
+          "the first compiled kernel that fits",
+          "[cpu][api][runtime][tuning]") {
+  Args a;
+  fa3::BackwardProblem prob;
+  REQUIRE_FALSE(a.check(&prob).failed());
+  const fa3::KernelInfo* first = nullptr;
+  REQUIRE_FALSE(fa3::select_backward_kernel(fa3::compiled_backward_kernels(), prob, &first).failed());
+  {
+    FakeHandle fh;
+    REQUIRE(a.run(fh.h) == FA3_OK);
+    const fa3::KernelInfo* ran = last_loaded(fh.h);
+    // The table's own copy of its pick (the entry's kernel), not the compiled list's.
+    const fa3::KernelInfo* pick = fh.h->table.select(
+        {fa3::Direction::Backward, prob.dtype, prob.head_dim, prob.causal, prob.seqlen_q, prob.seqlen_k});
+    REQUIRE(pick != nullptr);
+    CHECK(ran == pick);
+    CHECK(ran->name == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal");
+  }
+  {
+    const ForwardOnlyTable table;
+    FakeHandle fh(table.path.c_str());
+    CHECK(fh.h->table.select({fa3::Direction::Backward, prob.dtype, prob.head_dim, prob.causal,
+                              prob.seqlen_q, prob.seqlen_k}) == nullptr);
+    REQUIRE(a.run(fh.h) == FA3_OK);
+    CHECK(last_loaded(fh.h) == first);
+    CHECK(fake().count("cuLaunchKernelEx") == 3);
+  }
+}
+
+TEST_CASE("backward: fa3_backward_with_kernel runs the named backward kernel that fits",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  Args a;
+  auto run_with = [&](const char* kernel) {
+    return fa3_backward_with_kernel(fh.h, kernel, &a.q, &a.k, &a.v, &a.o, &a.dout, a.lse, &a.dq,
+                                    &a.dk, &a.dv, a.params, a.workspace, a.workspace_bytes,
+                                    nullptr);
+  };
+  CHECK(run_with(nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "kernel_name is NULL");
+  CHECK(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_x") == FA3_ERR_UNSUPPORTED);
+  CHECK(std::string(fa3_last_error()) ==
+        "kernel_name 'fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_x' is not a kernel compiled into this "
+        "library (fa3_kernel_name lists them)");
+  CHECK(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh") == FA3_ERR_UNSUPPORTED);  // not causal
+  CHECK(std::string(fa3_last_error()) ==
+        "kernel fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh is not a backward kernel that fits this "
+        "problem (bf16, head_dim 128, causal)");
+  const std::string forward = fa3::compiled_kernels().front().name;
+  CHECK(run_with(forward.c_str()) == FA3_ERR_UNSUPPORTED);
+  CHECK_THAT(std::string(fa3_last_error()), Catch::Contains("is not a backward kernel that fits"));
+  CHECK(fake().count("cuLaunchKernelEx") == 0);
+  // The arguments are checked first, as fa3_backward's.
+  Args bad;
+  bad.p.deterministic = 3;
+  CHECK(fa3_backward_with_kernel(fh.h, "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal", &bad.q,
+                                 &bad.k, &bad.v, &bad.o, &bad.dout, bad.lse, &bad.dq, &bad.dk,
+                                 &bad.dv, bad.params, bad.workspace, bad.workspace_bytes,
+                                 nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "p->deterministic must be 0 or 1 (got 3)");
+
+  REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal") == FA3_OK);
+  CHECK(last_loaded(fh.h) ==
+        fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal"));
+  CHECK(fake().count("cuLaunchKernelEx") == 3);
 }

@@ -32,20 +32,43 @@ const char* const kTiles[] = {
     "d256_m128_n80_s2_w2_ov_pp",
 };
 
+// Backward tiles: one per head dim as in production, and the lab's second d64 kernel.
+const char* const kBackwardTiles[] = {"d64_m128_n128_s2_w2_dqq", "d64_m64_n128_s2_w2",
+                                      "d128_m64_n128_s2_w2_dqh", "d256_m64_n64_s1_w2_kvh_dqh"};
+
 fa3::KernelInfo fake_kernel(const std::string& name) {
   fa3::KernelInfo k;
   k.name = name;
-  k.fwd = fa3::parse_fwd_kernel_name(name).value();  // throws on a typo in this file
+  if (name.rfind("fa3_bwd_", 0) == 0) {
+    k.direction = fa3::Direction::Backward;
+    k.bwd = fa3::parse_bwd_kernel_name(name).value();  // throws on a typo in this file
+  } else {
+    k.fwd = fa3::parse_fwd_kernel_name(name).value();
+  }
   return k;
 }
 
+// Forward kernels, then backward ones (what the tuning table is validated against).
 std::vector<fa3::KernelInfo> fake_kernels() {
   std::vector<fa3::KernelInfo> list;
   for (const char* dtype : {"f16", "bf16"})
     for (const char* tile : kTiles)
       for (const char* causal : {"", "_causal"})
         list.push_back(fake_kernel(std::string("fa3_fwd_") + dtype + "_" + tile + causal));
+  for (const char* dtype : {"f16", "bf16"})
+    for (const char* tile : kBackwardTiles)
+      for (const char* causal : {"", "_causal"})
+        list.push_back(fake_kernel(std::string("fa3_bwd_") + dtype + "_" + tile + causal));
   return list;
+}
+
+// The production backward kernel of a key (kBackwardTiles without the lab's).
+std::string backward_kernel(const fa3::MatchKey& key) {
+  const char* tile = key.head_dim == 64    ? "d64_m128_n128_s2_w2_dqq"
+                     : key.head_dim == 128 ? "d128_m64_n128_s2_w2_dqh"
+                                           : "d256_m64_n64_s1_w2_kvh_dqh";
+  return std::string("fa3_bwd_") + fa3::dtype_name(key.dtype) + "_" + tile +
+         (key.causal ? "_causal" : "");
 }
 
 std::string plain_kernel(const fa3::MatchKey& key) {
@@ -55,6 +78,9 @@ std::string plain_kernel(const fa3::MatchKey& key) {
 
 const fa3::MatchKey kBf16D128Causal{fa3::Direction::Forward, fa3::DType::BF16, 128, true};
 const fa3::MatchKey kF16D64{fa3::Direction::Forward, fa3::DType::F16, 64, false};
+const fa3::MatchKey kBwdBf16D64{fa3::Direction::Backward, fa3::DType::BF16, 64, false};
+
+fa3::TuningTable parse_current(const Json& doc);
 
 // A "built-in" table: one plain kernel per key, except f16 d64 non-causal, split at
 // seqlen_q 4096 and at seqlen_k 100 (so kept entries must come through as they are).
@@ -81,6 +107,24 @@ fa3::TuningTable current_table() {
     entries.push_back({{"match", match}, {"kernel", plain_kernel(key)}});
   }
   const Json doc = {{"version", 1}, {"arch", "sm_90a"}, {"entries", entries}};
+  return parse_current(doc);
+}
+
+// current_table() with one bwd entry per key (the production kernel) and info values of
+// both directions.
+fa3::TuningTable current_table_with_backward() {
+  Json doc = Json::parse(table_text(tuning_table_json({}, current_table(), fake_kernels(),
+                                                      TableInfo{"H100", "2026-11-01", "fa3-tune",
+                                                                "fwd notes"})));
+  for (const fa3::MatchKey& key : all_keys(fa3::Direction::Backward))
+    doc["entries"].push_back({{"match", {{"direction", "bwd"}, {"dtype", fa3::dtype_name(key.dtype)},
+                                         {"head_dim", key.head_dim}, {"causal", key.causal}}},
+                              {"kernel", backward_kernel(key)}});
+  doc["info"]["bwd_notes"] = "bwd notes";
+  return parse_current(doc);
+}
+
+fa3::TuningTable parse_current(const Json& doc) {
   fa3::TuningTable t;
   const fa3::Error e = fa3::TuningTable::parse(doc.dump(), "current.json", fake_kernels(), &t);
   INFO(e.message);
@@ -98,7 +142,7 @@ fa3::TuningTable parse_ok(const std::string& text) {
 
 std::string selected(const fa3::TuningTable& t, const fa3::MatchKey& key, int64_t q, int64_t k) {
   const fa3::KernelInfo* kernel =
-      t.select({fa3::Direction::Forward, key.dtype, key.head_dim, key.causal, q, k});
+      t.select({key.direction, key.dtype, key.head_dim, key.causal, q, k});
   return kernel ? kernel->name : "(none)";
 }
 
@@ -601,4 +645,140 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--device", "x"}, "--device must be a non-negative integer");
   expect_argument_error({"--quick=yes"}, "--quick is a flag and takes no value");
   expect_argument_error({"--hdim", "64", "--hdim", "128"}, "--hdim is given twice");
+}
+
+// ---- --direction bwd ----------------------------------------------------------------------
+
+TEST_CASE("tune: --direction", "[cpu][tune]") {
+  CHECK(parse({}).options.direction == fa3::Direction::Forward);
+  CHECK(parse({"--direction", "fwd"}).options.direction == fa3::Direction::Forward);
+  CHECK(parse({"--direction", "bwd"}).options.direction == fa3::Direction::Backward);
+  CHECK(parse({"--direction=bwd", "--hdim", "128"}).options.direction == fa3::Direction::Backward);
+  CHECK_THAT(parse({"--help"}).message, Catch::Contains("--direction"));
+  expect_argument_error({"--direction", "fwdbwd"}, "--direction must be fwd or bwd (got 'fwdbwd')");
+  expect_argument_error({"--direction", ""}, "--direction must be fwd or bwd (got '')");
+  expect_argument_error({"--direction"}, "--direction needs a value");
+  expect_argument_error({"--direction", "bwd", "--direction", "fwd"}, "--direction is given twice");
+}
+
+TEST_CASE("tune: backward keys, fitting kernels and rows", "[cpu][tune]") {
+  const std::vector<fa3::MatchKey> keys = all_keys(fa3::Direction::Backward);
+  REQUIRE(keys.size() == 12);
+  for (const fa3::MatchKey& key : keys) CHECK(key.direction == fa3::Direction::Backward);
+  CHECK(key_label(keys[0]) == "bwd f16 d64 non-causal");
+  CHECK(key_label(kBf16D128Causal) == "bf16 d128 causal");  // forward labels unchanged
+  const std::vector<fa3::MatchKey> filtered =
+      selected_keys({fa3::DType::BF16}, {64}, {false}, fa3::Direction::Backward);
+  REQUIRE(filtered.size() == 1);
+  CHECK(same_key(filtered[0], kBwdBf16D64));
+  CHECK_FALSE(same_key(kBwdBf16D64, {fa3::Direction::Forward, fa3::DType::BF16, 64, false}));
+  // Backward kernels only, of the key's dtype, head dim and mask, in list order.
+  CHECK(kernels_for_key(kBwdBf16D64, fake_kernels()) ==
+        std::vector<std::string>{"fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq",
+                                 "fa3_bwd_bf16_d64_m64_n128_s2_w2"});
+  CHECK(kernels_for_key(kBf16D128Causal, fake_kernels()).size() == 4);  // forward ones only
+  // The problem is the forward's grid shape.
+  const fa3bench::Problem p = tune_problem(kBwdBf16D64, 4096);
+  CHECK(p.batch == 4);
+  CHECK(p.heads == 32);
+  CHECK(p.seqlen_k == 4096);
+
+  // A BackwardRunner row: its backward check decides, TFLOPS count 2.5 forwards.
+  fa3bench::ResultRow row;
+  row.problem = p;
+  row.direction = fa3bench::Direction::Bwd;
+  row.config = "fa3_bwd_bf16_d64_m64_n128_s2_w2";
+  fa3bench::TimingStats t;
+  t.median_ms = 2.0;
+  row.timing = t;
+  fa3bench::BackwardCheckResult c;
+  c.pass = true;
+  row.backward_check = c;
+  KernelMeasurement m = measurement_from_row(row);
+  CHECK(m.check == KernelMeasurement::Check::Passed);
+  CHECK(m.eligible());
+  CHECK(m.tflops == Approx(2.5 * 4.0 * 4 * 32 * 4096.0 * 4096 * 64 / 2e-3 / 1e12));
+  CHECK(check_text(m) == "PASS");
+  row.backward_check->pass = false;
+  row.backward_check->failure = "dk error 3.1e-02 > 2 x plain 1.0e-02 + 1e-5";
+  m = measurement_from_row(row);
+  CHECK(m.check == KernelMeasurement::Check::Failed);
+  CHECK_FALSE(m.eligible());
+  CHECK(check_text(m) == "FAIL (dk error 3.1e-02 > 2 x plain 1.0e-02 + 1e-5)");
+}
+
+TEST_CASE("tune: a backward run writes bwd entries and keeps the fwd ones, and vice versa",
+          "[cpu][tune]") {
+  const fa3::TuningTable current = current_table_with_backward();
+  const std::vector<MeasuredKey> measured = {
+      {kBwdBf16D64, {{1, 3071, "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq"},
+                     {3072, kMax, "fa3_bwd_bf16_d64_m64_n128_s2_w2"}}}};
+  CHECK(unmeasured_keys(measured, fa3::Direction::Backward).size() == 11);
+  CHECK(unmeasured_keys(measured).size() == 12);  // the forward keys
+  TableInfo info{"NVIDIA H200", "2026-11-27", "fa3-tune --direction bwd", "bwd method",
+                 fa3::Direction::Backward};
+  const Json doc = tuning_table_json(measured, current, fake_kernels(), info);
+  const std::string text = table_text(doc);
+  REQUIRE_FALSE(validate_table(text, "tuned.json", fake_kernels()).failed());
+  const fa3::TuningTable t = parse_ok(text);
+  // fwd: as before, splits included; bwd: the measured ranges, the other keys kept.
+  for (const fa3::MatchKey& key : all_keys())
+    for (int64_t q : {int64_t{1}, int64_t{4096}, kMax})
+      for (int64_t k : {int64_t{1}, int64_t{100}})
+        CHECK(selected(t, key, q, k) == selected(current, key, q, k));
+  CHECK(selected(t, kBwdBf16D64, 3071, 1) == "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq");
+  CHECK(selected(t, kBwdBf16D64, 3072, kMax) == "fa3_bwd_bf16_d64_m64_n128_s2_w2");
+  for (const fa3::MatchKey& key : unmeasured_keys(measured, fa3::Direction::Backward))
+    CHECK(selected(t, key, 5000, 5000) == backward_kernel(key));
+  CHECK(t.entries().size() == current.entries().size() + 1);
+  // Every bwd entry carries its kernel's backward config; the fwd entries come first.
+  bool seen_backward = false;
+  for (const Json& e : doc["entries"]) {
+    const fa3::KernelInfo k = fake_kernel(e["kernel"].get<std::string>());
+    if (e["match"]["direction"] == "bwd") {
+      seen_backward = true;
+      CHECK(e["config"] == fa3::bwd_config_json(k.bwd));
+    } else {
+      CHECK_FALSE(seen_backward);
+      CHECK(e["config"] == fa3::fwd_config_json(k.fwd));
+    }
+  }
+  // The run's info under bwd_ keys; the forward's kept.
+  CHECK(t.info() == std::vector<std::pair<std::string, std::string>>{
+                        {"gpu", "H100"},
+                        {"date", "2026-11-01"},
+                        {"generated_by", "fa3-tune"},
+                        {"notes", "fwd notes"},
+                        {"bwd_gpu", "NVIDIA H200"},
+                        {"bwd_date", "2026-11-27"},
+                        {"bwd_generated_by", "fa3-tune --direction bwd"},
+                        {"bwd_notes", "bwd method"}});
+
+  // A forward run keeps every bwd entry and the bwd_ info.
+  const Json forward = tuning_table_json({}, current, fake_kernels(), test_info());
+  const fa3::TuningTable f = parse_ok(table_text(forward));
+  for (const fa3::MatchKey& key : all_keys(fa3::Direction::Backward))
+    CHECK(selected(f, key, 1, 1) == backward_kernel(key));
+  CHECK(f.info().back() == std::make_pair(std::string("bwd_notes"), std::string("bwd notes")));
+  CHECK(f.info().front() == std::make_pair(std::string("gpu"), std::string("NVIDIA H100 80GB HBM3")));
+  // ... and a current table without bwd entries gives a table without them (still valid).
+  const fa3::TuningTable no_backward =
+      parse_ok(table_text(tuning_table_json({}, current_table(), fake_kernels(), test_info())));
+  CHECK(selected(no_backward, kBwdBf16D64, 1, 1) == "(none)");
+}
+
+TEST_CASE("tune: the notes of a backward run", "[cpu][tune]") {
+  MethodSummary summary;
+  summary.direction = fa3::Direction::Backward;
+  summary.warmup = 10;
+  summary.iters = 30;
+  summary.buckets = seqlen_buckets(measured_seqlens(false));
+  summary.kept_keys = {kBwdBf16D64};
+  const std::string notes = method_notes(summary);
+  CHECK_THAT(notes, Catch::StartsWith("Measured by fa3-tune --direction bwd with fa3-bench's "
+                                      "method: every compiled backward kernel that fits a key"));
+  CHECK_THAT(notes, Catch::Contains("float64 backward reference"));
+  CHECK_THAT(notes, Catch::Contains("10 warm-up + 30 timed launches, inputs rotated"));
+  CHECK_THAT(notes, !Catch::Contains("LSE"));
+  CHECK_THAT(notes, Catch::Contains("entries kept from the built-in table: bwd bf16 d64 non-causal."));
 }

@@ -456,13 +456,15 @@ std::set<std::string> backward_lab_kernels() {
   return {words.begin(), words.end()};
 }
 
-// The kernels the built-in tuning table names.
-std::set<std::string> table_kernels() {
+// The kernels the built-in tuning table names in its entries of `direction` ("fwd", "bwd").
+std::set<std::string> table_kernels(const std::string& direction) {
   std::ifstream in("src/runtime/tuning_table.json");
   REQUIRE(in.good());
   const nlohmann::json table = nlohmann::json::parse(in);
   std::set<std::string> names;
-  for (const auto& entry : table.at("entries")) names.insert(entry.at("kernel").get<std::string>());
+  for (const auto& entry : table.at("entries"))
+    if (entry.at("match").at("direction") == direction)
+      names.insert(entry.at("kernel").get<std::string>());
   return names;
 }
 }  // namespace
@@ -470,10 +472,20 @@ std::set<std::string> table_kernels() {
 TEST_CASE("the production set holds every table kernel and stays within its budget",
           "[cpu][registry]") {
   const std::set<std::string> production = production_kernels();
-  for (const std::string& name : table_kernels()) {
+  for (const std::string& name : table_kernels("fwd")) {
     INFO("the built-in tuning table picks " << name
          << ": it must be in FWD_PRODUCTION_KERNELS of src/kernels/kernels.mk");
     CHECK(production.count(name) == 1);
+  }
+  // The backward's picks are production kernels too (BWD_PRODUCTION_KERNELS has no budget:
+  // it holds one kernel per key, and the table picks each).
+  const std::set<std::string> backward = backward_kernels();
+  const std::set<std::string> backward_picks = table_kernels("bwd");
+  CHECK(backward_picks.size() == 12);
+  for (const std::string& name : backward_picks) {
+    INFO("the built-in tuning table picks " << name
+         << ": it must be in BWD_PRODUCTION_KERNELS of src/kernels/kernels.mk");
+    CHECK(backward.count(name) == 1);
   }
   for (const std::string& name : production) {
     INFO(name);
@@ -615,7 +627,8 @@ TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and ma
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d96_m64_n128_s2_w2", &why));
   CHECK(why.find("bwd_config_is_valid") != std::string::npos);
   CHECK_FALSE(fa3::parse_bwd_kernel_name(std::string("fa3_bwd_f16_d64_m64_n128_s2_w2\0x", 32), &why));
-  // Backward kernels are not forward kernels: the tuning table and forward calls never see them.
+  // Backward kernels are not forward kernels: forward calls and the forward's entries of the
+  // tuning table never see them.
   for (const fa3::KernelInfo& k : fa3::compiled_kernels()) CHECK(k.direction == fa3::Direction::Forward);
   const std::set<std::string> backward_lab = backward_lab_kernels();
   for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels()) {

@@ -33,10 +33,25 @@ const char* const kKernelsMk[] = {
 const char* const kSmallTileKernel = "fa3_fwd_bf16_d128_m128_n64_s2_w2";
 const char* const kThreeWarpgroupKernel = "fa3_fwd_bf16_d128_m192_n128_s2_w3";
 
+// The backward kernels of src/kernels/kernels.mk's production set, one per key.
+std::string backward_kernel(const std::string& dtype, int head_dim, bool causal) {
+  const char* shape = head_dim == 64    ? "_m128_n128_s2_w2_dqq"
+                      : head_dim == 128 ? "_m64_n128_s2_w2_dqh"
+                                        : "_m64_n64_s1_w2_kvh_dqh";
+  return "fa3_bwd_" + dtype + "_d" + std::to_string(head_dim) + shape + (causal ? "_causal" : "");
+}
+// A second bf16 d64 backward kernel (the lab's key split of dQ).
+const char* const kBackwardLabKernel = "fa3_bwd_bf16_d64_m64_n128_s2_w2";
+
 KernelInfo fake_kernel(const std::string& name) {
   KernelInfo k;
   k.name = name;
-  k.fwd = parse_fwd_kernel_name(name).value();  // throws on a typo in this file
+  if (name.rfind("fa3_bwd_", 0) == 0) {
+    k.direction = Direction::Backward;
+    k.bwd = parse_bwd_kernel_name(name).value();  // throws on a typo in this file
+  } else {
+    k.fwd = parse_fwd_kernel_name(name).value();
+  }
   return k;
 }
 
@@ -50,6 +65,10 @@ std::vector<KernelInfo> test_kernels() {
   std::vector<KernelInfo> list = kernels_mk_list();
   list.push_back(fake_kernel(kSmallTileKernel));
   list.push_back(fake_kernel(kThreeWarpgroupKernel));
+  for (const char* dtype : {"f16", "bf16"})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true}) list.push_back(fake_kernel(backward_kernel(dtype, head_dim, causal)));
+  list.push_back(fake_kernel(kBackwardLabKernel));
   return list;
 }
 
@@ -79,6 +98,24 @@ Json valid_table() {
 }
 constexpr int kBf16D128 = 8;  // index of the bf16 d128 non-causal entry in valid_table()
 
+Json backward_entry(const std::string& dtype, int head_dim, bool causal, const std::string& kernel) {
+  Json e = entry(dtype, head_dim, causal, kernel);
+  e["match"]["direction"] = "bwd";
+  return e;
+}
+
+// valid_table() with a bwd entry for every key after the forward's, in the same order (so
+// entries[12 + 8] is bwd bf16 d128 non-causal).
+Json valid_table_with_backward() {
+  Json doc = valid_table();
+  for (const char* dtype : {"f16", "bf16"})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true})
+        doc["entries"].push_back(
+            backward_entry(dtype, head_dim, causal, backward_kernel(dtype, head_dim, causal)));
+  return doc;
+}
+
 Error parse_text(const std::string& text, TuningTable* out) {
   return TuningTable::parse(text, "t.json", test_kernels(), out);
 }
@@ -101,8 +138,8 @@ TuningTable parsed(const Json& doc) {
 }
 
 std::string selected(const TuningTable& t, DType dtype, int head_dim, bool causal, int64_t q,
-                     int64_t k) {
-  const KernelInfo* kernel = t.select({Direction::Forward, dtype, head_dim, causal, q, k});
+                     int64_t k, Direction direction = Direction::Forward) {
+  const KernelInfo* kernel = t.select({direction, dtype, head_dim, causal, q, k});
   return kernel ? kernel->name : "(none)";
 }
 
@@ -227,8 +264,21 @@ TEST_CASE("malformed tables are rejected with the file, the entry and the reason
     CHECK(error_of(doc) == kPrefix + "entries[8].match.dtype is required");
   }
   SECTION("unknown direction") {
+    e8["match"]["direction"] = "backward";
+    CHECK(error_of(doc) ==
+          kPrefix + "entries[8].match.direction must be one of \"fwd\", \"bwd\" (got \"backward\")");
+  }
+  SECTION("a bwd entry naming a forward kernel") {
     e8["match"]["direction"] = "bwd";
-    CHECK(error_of(doc) == kPrefix + "entries[8].match.direction must be \"fwd\" (got \"bwd\")");
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_fwd_bf16_d128_m128_n128_s2_w2\" does not "
+                               "fit its match (kernel direction fwd, match direction bwd)");
+  }
+  SECTION("a fwd entry naming a backward kernel") {
+    e8["kernel"] = "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[8].kernel \"fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh\" does "
+                               "not fit its match (kernel direction bwd, match direction fwd)");
   }
   SECTION("unknown dtype") {
     e8["match"]["dtype"] = "e4m3";
@@ -481,7 +531,7 @@ TEST_CASE("select picks the entry whose ranges hold the problem", "[cpu][tuning]
   }
 }
 
-// Every kernel src/kernels/kernels.mk builds (production and lab), independent of which
+// Every kernel src/kernels/kernels.mk builds (production and lab, forward and backward), independent of which
 // cubins this build compiled. Tests run from the repository root.
 std::vector<KernelInfo> kernels_of_kernels_mk() {
   std::ifstream mk("src/kernels/kernels.mk");
@@ -489,7 +539,8 @@ std::vector<KernelInfo> kernels_of_kernels_mk() {
   std::string word;
   // The production names in full, the lab's tiles for both dtypes.
   while (mk >> word)
-    if (word.rfind("fa3_fwd_", 0) == 0 && word.find('$') == std::string::npos)
+    if ((word.rfind("fa3_fwd_", 0) == 0 || word.rfind("fa3_bwd_", 0) == 0) &&
+        word.find('$') == std::string::npos)
       list.push_back(fake_kernel(word));
     else if (word.rfind("d", 0) == 0 && word.find("_m") != std::string::npos)
       for (const char* dtype : {"f16", "bf16"})
@@ -502,19 +553,28 @@ TEST_CASE("the built-in table is a measured one, valid against the kernels of ke
   const std::vector<KernelInfo> kernels = kernels_of_kernels_mk();
   REQUIRE(kernels.size() >= 24);
   TuningTable t;
-  const Error e = TuningTable::parse(builtin_tuning_table_text(), "built-in", kernels, &t);
+  const Error e = TuningTable::parse(builtin_tuning_table_text(), "built-in", kernels, &t,
+                                     BackwardCoverage::Required);
   INFO(e.message);
   REQUIRE_FALSE(e.failed());
-  // Every supported problem selects a kernel of its own dtype, head_dim and causality.
+  // Every supported problem of both directions selects a kernel of its own direction, dtype,
+  // head_dim and causality.
   for (DType dtype : {DType::F16, DType::BF16})
     for (int head_dim : {64, 128, 256})
       for (bool causal : {false, true})
         for (int64_t seqlen : {int64_t{1}, int64_t{700}, int64_t{4096}, int64_t{20000}, kMax}) {
           const KernelInfo* k = t.select({Direction::Forward, dtype, head_dim, causal, seqlen, seqlen});
           REQUIRE(k != nullptr);
+          CHECK(k->direction == Direction::Forward);
           CHECK(k->fwd.dtype == dtype);
           CHECK(k->fwd.head_dim == head_dim);
           CHECK(k->fwd.causal == causal);
+          const KernelInfo* b = t.select({Direction::Backward, dtype, head_dim, causal, seqlen, seqlen});
+          REQUIRE(b != nullptr);
+          CHECK(b->direction == Direction::Backward);
+          CHECK(b->bwd.dtype == dtype);
+          CHECK(b->bwd.head_dim == head_dim);
+          CHECK(b->bwd.causal == causal);
         }
   std::map<std::string, std::string> info(t.info().begin(), t.info().end());
   CHECK(info["generated_by"].rfind("fa3-tune", 0) == 0);
@@ -560,4 +620,156 @@ TEST_CASE("an entry's _ls kernel needs a twin for the calls that ask for the LSE
   CHECK(kernel_for_call(*pick, false, kernels)->name == ls);
   CHECK(kernel_for_call(*pick, true, kernels)->name ==
         "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_ps_xt_qw_dy_qr");
+}
+
+// ---- backward entries -------------------------------------------------------------------
+
+TEST_CASE("bwd entries: parsed, selected by direction, forward keys unaffected",
+          "[cpu][tuning]") {
+  const TuningTable t = parsed(valid_table_with_backward());
+  CHECK(t.entries().size() == 24);
+  for (DType dtype : {DType::F16, DType::BF16})
+    for (int head_dim : {64, 128, 256})
+      for (bool causal : {false, true}) {
+        CHECK(selected(t, dtype, head_dim, causal, 1, kMax, Direction::Backward) ==
+              backward_kernel(dtype_name(dtype), head_dim, causal));
+        CHECK(selected(t, dtype, head_dim, causal, 1, kMax) ==
+              default_kernel(dtype_name(dtype), head_dim, causal));
+      }
+  const KernelInfo* k = t.select({Direction::Backward, DType::BF16, 256, true, 4096, 4096});
+  REQUIRE(k != nullptr);
+  CHECK(k->direction == Direction::Backward);
+  CHECK(k->bwd.kv_split == KvSplit::HeadDim);
+  CHECK(k->bwd.causal);
+}
+
+TEST_CASE("bwd entries: a bwd key split between two kernels", "[cpu][tuning]") {
+  Json doc = valid_table_with_backward();
+  Json& bf16_d64 = doc["entries"][12 + 6];  // bwd bf16 d64 non-causal
+  REQUIRE(bf16_d64["kernel"] == backward_kernel("bf16", 64, false));
+  bf16_d64["match"]["seqlen_q"] = {1, 1023};
+  Json upper = backward_entry("bf16", 64, false, kBackwardLabKernel);
+  upper["match"]["seqlen_q"] = {1024, kMax};
+  doc["entries"].push_back(upper);
+  const TuningTable t = parsed(doc);
+  CHECK(selected(t, DType::BF16, 64, false, 1023, 1023, Direction::Backward) ==
+        backward_kernel("bf16", 64, false));
+  CHECK(selected(t, DType::BF16, 64, false, 1024, 1, Direction::Backward) == kBackwardLabKernel);
+
+  SECTION("an overlap of two bwd entries names both") {
+    doc["entries"].back()["match"]["seqlen_q"] = {1000, kMax};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[18] and entries[24] both cover bwd bf16 head_dim 64 "
+                               "non-causal at seqlen_q=1000, seqlen_k=1");
+  }
+  SECTION("a bwd key with entries must be covered completely") {
+    doc["entries"].erase(doc["entries"].end() - 1);
+    CHECK(error_of(doc) ==
+          kPrefix + "no entry covers bwd bf16 head_dim 64 non-causal at seqlen_q=1024, seqlen_k=1");
+  }
+}
+
+TEST_CASE("bwd coverage: optional for a user's table, required for the built-in one",
+          "[cpu][tuning]") {
+  // A forward-only table (every table before bwd entries existed) still loads: its backward
+  // calls run the first compiled kernel that fits.
+  const TuningTable forward_only = parsed(valid_table());
+  CHECK(selected(forward_only, DType::BF16, 128, false, 1, 1, Direction::Backward) == "(none)");
+
+  Json one_key = valid_table();
+  one_key["entries"].push_back(backward_entry("f16", 128, true, backward_kernel("f16", 128, true)));
+  const TuningTable partial = parsed(one_key);
+  CHECK(selected(partial, DType::F16, 128, true, 5, 5, Direction::Backward) ==
+        backward_kernel("f16", 128, true));
+  CHECK(selected(partial, DType::F16, 128, false, 5, 5, Direction::Backward) == "(none)");
+
+  // Required (the built-in table): every one of the 12 bwd keys, reported in key order.
+  TuningTable t;
+  Error e = TuningTable::parse(valid_table().dump(), "t.json", test_kernels(), &t,
+                               BackwardCoverage::Required);
+  CHECK(e.message ==
+        kPrefix + "no entry covers bwd f16 head_dim 64 non-causal at seqlen_q=1, seqlen_k=1");
+  e = TuningTable::parse(one_key.dump(), "t.json", test_kernels(), &t, BackwardCoverage::Required);
+  CHECK(e.message ==
+        kPrefix + "no entry covers bwd f16 head_dim 64 non-causal at seqlen_q=1, seqlen_k=1");
+  Json all_but_one = valid_table_with_backward();
+  all_but_one["entries"].erase(all_but_one["entries"].begin() + 12 + 11);  // bwd bf16 d256 causal
+  e = TuningTable::parse(all_but_one.dump(), "t.json", test_kernels(), &t,
+                         BackwardCoverage::Required);
+  CHECK(e.message ==
+        kPrefix + "no entry covers bwd bf16 head_dim 256 causal at seqlen_q=1, seqlen_k=1");
+  e = TuningTable::parse(valid_table_with_backward().dump(), "t.json", test_kernels(), &t,
+                         BackwardCoverage::Required);
+  INFO(e.message);
+  CHECK_FALSE(e.failed());
+  // Forward keys stay required either way.
+  Json no_forward = valid_table_with_backward();
+  no_forward["entries"].erase(no_forward["entries"].begin());
+  CHECK(error_of(no_forward) ==
+        kPrefix + "no entry covers fwd f16 head_dim 64 non-causal at seqlen_q=1, seqlen_k=1");
+}
+
+TEST_CASE("bwd entries: kernel fit and config", "[cpu][tuning]") {
+  Json doc = valid_table_with_backward();
+  Json& e20 = doc["entries"][12 + kBf16D128];  // bwd bf16 d128 non-causal
+  REQUIRE(e20["kernel"] == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh");
+
+  SECTION("a backward kernel of another key") {
+    e20["kernel"] = "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[20].kernel \"fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal\" "
+                               "does not fit its match (kernel causal true, match causal false)");
+    e20["kernel"] = "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[20].kernel \"fa3_bwd_f16_d128_m64_n128_s2_w2_dqh\" does "
+                               "not fit its match (kernel dtype f16, match dtype bf16)");
+  }
+  SECTION("a backward kernel not compiled in") {
+    e20["kernel"] = "fa3_bwd_bf16_d128_m128_n128_s2_w2_dqh";
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[20].kernel \"fa3_bwd_bf16_d128_m128_n128_s2_w2_dqh\" is "
+                               "not a kernel compiled into the library (fa3-table kernels lists "
+                               "them)");
+  }
+  SECTION("the kernel's own config is accepted") {
+    e20["config"] = bwd_config_json(parse_bwd_kernel_name(e20["kernel"]).value());
+    CHECK(parsed(doc).entries().size() == 24);
+  }
+  SECTION("a config disagreeing with the kernel") {
+    e20["config"] = {{"block_m", 64}, {"dq_split", "queries"}};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[20].config.dq_split is \"queries\", but kernel "
+                               "\"fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh\" is compiled with "
+                               "dq_split \"head_dim\"");
+  }
+  SECTION("a forward config key in a bwd entry") {
+    e20["config"] = {{"loop", "pipelined"}};
+    CHECK(error_of(doc) == kPrefix +
+                               "entries[20].config has unknown key \"loop\" (allowed: block_m, "
+                               "block_n, stages, consumer_warpgroups, producer_regs, "
+                               "consumer_regs, kv_split, dq_split, causal)");
+  }
+  SECTION("a backward config key in a fwd entry") {
+    doc["entries"][kBf16D128]["config"] = {{"dq_split", "keys"}};
+    CHECK_THAT(error_of(doc),
+               Catch::StartsWith(kPrefix + "entries[8].config has unknown key \"dq_split\""));
+  }
+  SECTION("a config value of the wrong type") {
+    e20["config"] = {{"kv_split", false}};
+    CHECK(error_of(doc) == kPrefix + "entries[20].config.kv_split must be a string (got false)");
+  }
+}
+
+TEST_CASE("bwd_config_json writes every config field", "[cpu][tuning]") {
+  const BwdConfig c = parse_bwd_kernel_name("fa3_bwd_f16_d256_m64_n64_s1_w2_kvh_dqh_causal").value();
+  CHECK(bwd_config_json(c).dump() ==
+        "{\"block_m\":64,\"block_n\":64,\"stages\":1,\"consumer_warpgroups\":2,"
+        "\"producer_regs\":24,\"consumer_regs\":240,\"kv_split\":\"head_dim\","
+        "\"dq_split\":\"head_dim\",\"causal\":true}");
+  const BwdConfig d = parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq").value();
+  CHECK(bwd_config_json(d).dump() ==
+        "{\"block_m\":128,\"block_n\":128,\"stages\":2,\"consumer_warpgroups\":2,"
+        "\"producer_regs\":24,\"consumer_regs\":240,\"kv_split\":\"keys\","
+        "\"dq_split\":\"queries\",\"causal\":false}");
+  CHECK(bwd_config_json(parse_bwd_kernel_name(kBackwardLabKernel).value())["dq_split"] == "keys");
 }

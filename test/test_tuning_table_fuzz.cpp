@@ -111,7 +111,7 @@ void check_promise(const Error& e, const std::string& expected_prefix) {
 // The loader's C++ entry, against the kernels compiled into this library.
 Error parse_text(const std::string& text) {
   TuningTable t;
-  const Error e = TuningTable::parse(text, scratch_path(), compiled_kernels(), &t);
+  const Error e = TuningTable::parse(text, scratch_path(), compiled_forward_and_backward_kernels(), &t);
   check_promise(e, prefix());
   return e;
 }
@@ -358,7 +358,7 @@ TEST_CASE("fuzz: NUL bytes and invalid UTF-8 and odd or repeated keys", "[cpu][t
     TuningTable t;
     const auto start = std::chrono::steady_clock::now();
     const Error e = TuningTable::parse(with_raw_value(doc, "/info", info + "}"), "many.json",
-                                       compiled_kernels(), &t);
+                                       compiled_forward_and_backward_kernels(), &t);
     INFO(e.message);
     REQUIRE_FALSE(e.failed());
     CHECK(seconds_since(start) < kSlowSeconds);
@@ -485,7 +485,7 @@ TEST_CASE("fuzz: random mutations of the built-in table", "[cpu][tuning]") {
   for (const auto& item : flat.items()) leaves.push_back(item.key());
   const std::vector<Json> odd_values = {
       nullptr, -1, 0, 2147483648LL, uint64_t{18446744073709551615u}, 1.5, -0.0, "", "fwd",
-      "bf16",  true, Json::array(), Json::object(), Json::array({1, 2}), 128, 256};
+      "bwd",   "bf16", true, Json::array(), Json::object(), Json::array({1, 2}), 128, 256};
   const std::vector<std::string> odd_text = {
       "[", "]", "{", "}", "\"", ",", ":", "1e400", "-0", "99999999999999999999",
       std::string(1, '\0'), "\xff", "\xc3\x28", "\\u0000", "\"version\": 2,", "[[[[[[[[", "null",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "fa3/fa3.h"
+#include "runtime/backward_problem.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/tuning_table.h"
 
@@ -29,7 +30,8 @@ const char kUsage[] =
     "commands:\n"
     "  validate FILE...     check each table against the schema and the kernels compiled\n"
     "                       into this library; prints 'FILE: ok' or the reason it is not\n"
-    "  show [FILE]          the built-in table, or FILE, as a text table\n"
+    "  show [FILE]          the built-in table, or FILE, as a text table (fwd and bwd\n"
+    "                       entries)\n"
     "  kernels              the kernels compiled into this library, each with what every\n"
     "                       part of its name means\n"
     "  explain NAME         what each part of a forward kernel name means (compiled or\n"
@@ -37,10 +39,11 @@ const char kUsage[] =
     "  tokens [--markdown]  every name token: the option it sets, its value in a tuning\n"
     "                       table's config, its meaning, whether it is lab-only (--markdown:\n"
     "                       the table of docs/tuning_table.md)\n"
-    "  select --dtype f16|bf16 --head-dim D [--causal] --seqlen-q N --seqlen-k N\n"
-    "         [--table FILE]\n"
+    "  select [--direction fwd|bwd] --dtype f16|bf16 --head-dim D [--causal]\n"
+    "         --seqlen-q N --seqlen-k N [--table FILE]\n"
     "                       the kernel the built-in table (or FILE) picks for that\n"
-    "                       forward problem\n"
+    "                       problem (default: forward); for a backward key the table has\n"
+    "                       no entries for, the first compiled backward kernel that fits\n"
     "  --help               this text\n"
     "\n"
     "exit status: 0 success; 1 a table is invalid or has no entry for the problem, or\n"
@@ -119,7 +122,7 @@ int show_table(const std::vector<std::string>& args) {
   TuningTable table;
   const fa3::Error e = args.empty()
                            ? TuningTable::load_builtin(&table)
-                           : TuningTable::load_file(args[0], fa3::compiled_kernels(), &table);
+                           : TuningTable::load_file(args[0], fa3::compiled_forward_and_backward_kernels(), &table);
   if (e.failed()) return load_failed(e);
 
   std::printf("tuning table '%s': %zu entries\n", table.source().c_str(), table.entries().size());
@@ -227,7 +230,7 @@ std::optional<int64_t> positive_integer(const std::string& text) {
 }
 
 struct SelectArgs {
-  std::optional<std::string> dtype, head_dim, seqlen_q, seqlen_k, table;
+  std::optional<std::string> direction, dtype, head_dim, seqlen_q, seqlen_k, table;
   bool causal = false;
 };
 
@@ -239,7 +242,8 @@ std::optional<std::string> read_select_args(const std::vector<std::string>& args
       out->causal = true;
       continue;
     }
-    std::optional<std::string>* slot = flag == "--dtype"      ? &out->dtype
+    std::optional<std::string>* slot = flag == "--direction"  ? &out->direction
+                                       : flag == "--dtype"      ? &out->dtype
                                        : flag == "--head-dim" ? &out->head_dim
                                        : flag == "--seqlen-q" ? &out->seqlen_q
                                        : flag == "--seqlen-k" ? &out->seqlen_k
@@ -262,6 +266,10 @@ int select_kernel(const std::vector<std::string>& args) {
     return usage_error(*problem);
 
   fa3::ProblemKey key{fa3::Direction::Forward, fa3::DType::BF16, 0, a.causal, 0, 0};
+  if (a.direction && *a.direction == "bwd")
+    key.direction = fa3::Direction::Backward;
+  else if (a.direction && *a.direction != "fwd")
+    return usage_error("select: --direction must be fwd or bwd (got '" + *a.direction + "')");
   if (*a.dtype == "f16")
     key.dtype = fa3::DType::F16;
   else if (*a.dtype != "bf16")
@@ -280,10 +288,22 @@ int select_kernel(const std::vector<std::string>& args) {
   key.seqlen_k = *seqlen_k;
 
   TuningTable table;
-  const fa3::Error e = a.table ? TuningTable::load_file(*a.table, fa3::compiled_kernels(), &table)
-                               : TuningTable::load_builtin(&table);
+  const fa3::Error e =
+      a.table ? TuningTable::load_file(*a.table, fa3::compiled_forward_and_backward_kernels(), &table)
+              : TuningTable::load_builtin(&table);
   if (e.failed()) return load_failed(e);
   const fa3::KernelInfo* kernel = table.select(key);
+  if (!kernel && key.direction == fa3::Direction::Backward) {
+    // No bwd entry for the key: a backward call runs the first compiled kernel that fits.
+    fa3::BackwardProblem problem;
+    problem.dtype = key.dtype;
+    problem.head_dim = key.head_dim;
+    problem.causal = key.causal;
+    if (!fa3::select_backward_kernel(fa3::compiled_backward_kernels(), problem, &kernel).failed())
+      std::fprintf(stderr, "tuning table '%s' has no entry for %s: a backward call runs the "
+                   "first compiled kernel that fits\n", table.source().c_str(),
+                   fa3::describe({key.direction, key.dtype, key.head_dim, key.causal}).c_str());
+  }
   if (!kernel) {
     // A valid table covers every supported key, so only an unsupported problem gets here.
     std::fprintf(stderr, "tuning table '%s' has no entry for %s at seqlen_q=%lld, seqlen_k=%lld\n",

@@ -135,6 +135,17 @@ fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name,
                                    const fa3_tensor* v, fa3_tensor* o, float* lse,
                                    const fa3_params* p, void* stream);
 
+/* fa3_backward with a named backward kernel (fa3_bwd_...) instead of the tuning table's pick
+ * (benchmarks, tuning, tests): the same arguments, checks and workspace rules.
+ * FA3_ERR_UNSUPPORTED when the kernel is not compiled in, is not a backward kernel, or does
+ * not fit the problem (dtype, head_dim, causal). */
+fa3_status fa3_backward_with_kernel(fa3_handle* h, const char* kernel_name,
+                                    const fa3_tensor* q, const fa3_tensor* k,
+                                    const fa3_tensor* v, const fa3_tensor* o,
+                                    const fa3_tensor* dout, const float* lse, fa3_tensor* dq,
+                                    fa3_tensor* dk, fa3_tensor* dv, const fa3_params* p,
+                                    void* workspace, size_t workspace_bytes, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

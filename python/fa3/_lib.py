@@ -117,6 +117,12 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         [c_void_p, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, c_void_p,
          _TensorPtr, _TensorPtr, _TensorPtr, _ParamsPtr, c_void_p, c_size_t, c_void_p],
     ),
+    "fa3_backward_with_kernel": (
+        c_int,
+        [c_void_p, c_char_p, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr, _TensorPtr,
+         c_void_p, _TensorPtr, _TensorPtr, _TensorPtr, _ParamsPtr, c_void_p, c_size_t,
+         c_void_p],
+    ),
     "fa3_backward_workspace_size": (
         c_int,
         [c_void_p, _TensorPtr, _TensorPtr, _ParamsPtr, POINTER(c_size_t)],

@@ -252,6 +252,15 @@ Error select_backward_kernel(const std::vector<KernelInfo>& kernels, const Backw
                         ") is compiled into this library");
 }
 
+Error select_backward_kernel(const TuningTable& table, const std::vector<KernelInfo>& kernels,
+                             const BackwardProblem& prob, const KernelInfo** out) {
+  const KernelInfo* pick = table.select({Direction::Backward, prob.dtype, prob.head_dim,
+                                         prob.causal, prob.seqlen_q, prob.seqlen_k});
+  if (!pick) return select_backward_kernel(kernels, prob, out);
+  *out = pick;
+  return Error::ok();
+}
+
 Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_params* p,
                             BackwardProblem* out) {
   Error e = check_present(q, "q");

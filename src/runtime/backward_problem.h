@@ -12,6 +12,7 @@
 #include "kernels/fwd_config.h"
 #include "runtime/error.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/tuning_table.h"
 
 namespace fa3 {
 
@@ -62,9 +63,13 @@ Error check_backward_workspace(const BackwardProblem& prob, const void* workspac
 // Whether a compiled backward kernel can run this problem (dtype, head_dim, causal).
 bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem);
 
-// The kernel a backward call runs: the first of `kernels` (compiled_backward_kernels(), in name
-// order) that fits the problem; FA3_ERR_UNSUPPORTED when none does. (The tuning table has no
-// backward entries yet.)
+// The kernel a backward call runs: the tuning table's pick for the problem (direction bwd),
+// or, when the table has no bwd entry for its key (a user's table may have none), the first
+// of `kernels` (compiled_backward_kernels(), in name order) that fits the problem;
+// FA3_ERR_UNSUPPORTED when none does.
+Error select_backward_kernel(const TuningTable& table, const std::vector<KernelInfo>& kernels,
+                             const BackwardProblem& prob, const KernelInfo** out);
+// The fallback alone: the first of `kernels` that fits the problem.
 Error select_backward_kernel(const std::vector<KernelInfo>& kernels, const BackwardProblem& prob,
                              const KernelInfo** out);
 

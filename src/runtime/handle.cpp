@@ -43,7 +43,7 @@ Error query_device(fa3_handle* h, int ordinal) {
 Error create_handle(int device, const char* tuning_table_path, fa3_handle** out) {
   auto h = std::make_unique<fa3_handle>();
   // The table first: it needs no driver, and a bad table is the caller's error to fix.
-  Error e = tuning_table_path ? TuningTable::load_file(tuning_table_path, compiled_kernels(), &h->table)
+  Error e = tuning_table_path ? TuningTable::load_file(tuning_table_path, compiled_forward_and_backward_kernels(), &h->table)
                               : TuningTable::load_builtin(&h->table);
   if (e.failed()) return e;
   e = Driver::load(&h->driver);

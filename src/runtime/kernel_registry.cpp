@@ -133,6 +133,7 @@ namespace {
 struct KernelLists {
   std::vector<KernelInfo> forward, backward;
   std::vector<const KernelInfo*> all;
+  std::vector<KernelInfo> both;  // copies of forward, then backward
 };
 
 const KernelLists& kernel_lists() {
@@ -161,6 +162,8 @@ const KernelLists& kernel_lists() {
     std::sort(l.backward.begin(), l.backward.end(), by_name);
     for (const KernelInfo& k : l.forward) l.all.push_back(&k);
     for (const KernelInfo& k : l.backward) l.all.push_back(&k);
+    l.both = l.forward;
+    l.both.insert(l.both.end(), l.backward.begin(), l.backward.end());
     return l;
   }();
   return lists;
@@ -171,6 +174,7 @@ const KernelLists& kernel_lists() {
 const std::vector<KernelInfo>& compiled_kernels() { return kernel_lists().forward; }
 const std::vector<KernelInfo>& compiled_backward_kernels() { return kernel_lists().backward; }
 const std::vector<const KernelInfo*>& all_compiled_kernels() { return kernel_lists().all; }
+const std::vector<KernelInfo>& compiled_forward_and_backward_kernels() { return kernel_lists().both; }
 
 const KernelInfo* find_compiled_kernel(const std::string& name) {
   for (const KernelInfo& k : compiled_kernels())

@@ -74,6 +74,9 @@ const std::vector<KernelInfo>& compiled_backward_kernels();
 // Every embedded kernel, forward then backward (the C API's kernel list, fa3-sass).
 const std::vector<const KernelInfo*>& all_compiled_kernels();
 const KernelInfo* find_any_compiled_kernel(const std::string& name);
+// The same kernels as all_compiled_kernels(), as one list of values (what the tuning table is
+// validated against: its entries name kernels of both directions).
+const std::vector<KernelInfo>& compiled_forward_and_backward_kernels();
 
 // Parses a backward kernel name (bwd_config.h); nullopt with `why` when it does not parse.
 std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::string* why = nullptr);

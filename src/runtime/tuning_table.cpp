@@ -29,8 +29,6 @@ constexpr size_t kMaxTableBytes = size_t{1} << 20;
 constexpr int kMaxNesting = 64;
 constexpr int kTableNesting = 5;
 
-const char* direction_name(Direction) { return "fwd"; }  // Forward is the only direction yet
-
 // ---- supported keys and their slots ---------------------------------------------------
 
 constexpr int kHeadDims[] = {64, 128, 256};
@@ -51,13 +49,13 @@ int slot_of(Direction direction, DType dtype, int head_dim, bool causal) {
 
 int slot_of(const MatchKey& k) { return slot_of(k.direction, k.dtype, k.head_dim, k.causal); }
 
-// Every key a table must cover, in slot order (the order gaps are reported in).
-std::vector<MatchKey> supported_keys() {
+// The supported keys of one direction, in slot order (the order gaps are reported in).
+std::vector<MatchKey> supported_keys(Direction direction) {
   std::vector<MatchKey> keys;
   for (DType dtype : {DType::F16, DType::BF16})
     for (int head_dim : kHeadDims)
       for (bool causal : {false, true})
-        keys.push_back({Direction::Forward, dtype, head_dim, causal});
+        keys.push_back({direction, dtype, head_dim, causal});
   return keys;
 }
 
@@ -306,9 +304,9 @@ struct Match {
 };
 
 Direction parse_direction(const Json& v, const std::string& path) {
-  if (v != direction_name(Direction::Forward))
-    violate(path + " must be \"fwd\" (got " + shown(v) + ")");
-  return Direction::Forward;
+  for (Direction d : {Direction::Forward, Direction::Backward})
+    if (v == direction_name(d)) return d;
+  violate(path + " must be one of \"fwd\", \"bwd\" (got " + shown(v) + ")");
 }
 
 DType parse_dtype(const Json& v, const std::string& path) {
@@ -384,11 +382,29 @@ const KernelInfo& parse_kernel(const Json& v, const std::string& path,
           " is not a kernel compiled into the library (fa3-table kernels lists them)");
 }
 
-// The shape of a config object: known keys, each with the JSON type fwd_config_json gives
-// it. Its values are compared with the kernel once the whole entry is read.
-void check_config_shape(const Json& v, const std::string& path) {
+// The config object of a kernel of `direction`: fwd_config_json or bwd_config_json.
+Json config_json(Direction direction, const KernelInfo& kernel) {
+  return direction == Direction::Backward ? bwd_config_json(kernel.bwd) : fwd_config_json(kernel.fwd);
+}
+
+// The direction an entry object declares, as far as it can be told before the entry is read:
+// its config's keys are those of that direction's kernels. (A match without a valid
+// direction is reported when the match is read.)
+Direction declared_direction(const Json& entry) {
+  const auto match = entry.find("match");
+  if (match != entry.end() && match->is_object()) {
+    const auto direction = match->find("direction");
+    if (direction != match->end() && *direction == direction_name(Direction::Backward))
+      return Direction::Backward;
+  }
+  return Direction::Forward;
+}
+
+// The shape of a config object: known keys, each with the JSON type config_json gives it for
+// the entry's direction. Its values are compared with the kernel once the whole entry is read.
+void check_config_shape(const Json& v, Direction direction, const std::string& path) {
   if (!v.is_object()) violate(path + " must be an object (got " + shown(v) + ")");
-  const Json schema = fwd_config_json(FwdConfig{});
+  const Json schema = config_json(direction, KernelInfo{});
   for (const auto& item : v.items()) {
     const std::string at = path + "." + item.key();
     if (!schema.contains(item.key())) {
@@ -408,7 +424,7 @@ void check_config_shape(const Json& v, const std::string& path) {
 }
 
 void check_config_values(const Json& v, const KernelInfo& kernel, const std::string& path) {
-  const Json actual = fwd_config_json(kernel.fwd);
+  const Json actual = config_json(kernel.direction, kernel);
   for (const auto& item : v.items()) {
     const Json& compiled = actual[item.key()];
     if (item.value() != compiled)
@@ -423,12 +439,17 @@ void check_kernel_fits(const KernelInfo& kernel, const MatchKey& key, const std:
     violate(path + " \"" + kernel.name + "\" does not fit its match (kernel " + field + " " +
             kernel_value + ", match " + field + " " + match_value + ")");
   };
-  const FwdConfig& c = kernel.fwd;
-  if (c.dtype != key.dtype) mismatch("dtype", dtype_name(c.dtype), dtype_name(key.dtype));
-  if (c.head_dim != key.head_dim)
-    mismatch("head_dim", std::to_string(c.head_dim), std::to_string(key.head_dim));
-  if (c.causal != key.causal)
-    mismatch("causal", c.causal ? "true" : "false", key.causal ? "true" : "false");
+  if (kernel.direction != key.direction)
+    mismatch("direction", direction_name(kernel.direction), direction_name(key.direction));
+  const bool backward = kernel.direction == Direction::Backward;
+  const DType dtype = backward ? kernel.bwd.dtype : kernel.fwd.dtype;
+  const int head_dim = backward ? kernel.bwd.head_dim : kernel.fwd.head_dim;
+  const bool causal = backward ? kernel.bwd.causal : kernel.fwd.causal;
+  if (dtype != key.dtype) mismatch("dtype", dtype_name(dtype), dtype_name(key.dtype));
+  if (head_dim != key.head_dim)
+    mismatch("head_dim", std::to_string(head_dim), std::to_string(key.head_dim));
+  if (causal != key.causal)
+    mismatch("causal", causal ? "true" : "false", key.causal ? "true" : "false");
 }
 
 TuningEntry parse_entry(const Json& v, const std::string& path,
@@ -445,7 +466,7 @@ TuningEntry parse_entry(const Json& v, const std::string& path,
     else if (key == "kernel")
       kernel = &parse_kernel(item.value(), at, kernels);
     else if (key == "config") {
-      check_config_shape(item.value(), at);
+      check_config_shape(item.value(), declared_direction(v), at);
       config = &item.value();
     } else
       unknown_key(path, key, "match, kernel, config");
@@ -454,7 +475,7 @@ TuningEntry parse_entry(const Json& v, const std::string& path,
   require(v, "kernel", path + ".");
   // Cross-checks need the whole entry, whatever order its keys came in.
   check_kernel_fits(*kernel, entry.key, path + ".kernel");
-  if (!kernel_for_call(*kernel, /*with_lse=*/true, kernels))
+  if (kernel->direction == Direction::Forward && !kernel_for_call(*kernel, /*with_lse=*/true, kernels))
     violate(path + ".kernel \"" + kernel->name + "\" sums the softmax rows by the PV GEMM (_ls), "
             "so the calls that ask for the LSE run a twin without _ls, and none is compiled into "
             "the library (" + join(fwd_lse_twin_names(kernel->fwd), ", ") + ")");
@@ -562,9 +583,17 @@ void check_no_gap(const std::vector<TuningEntry>& entries, const MatchKey& key) 
   }
 }
 
-void check_coverage(const std::vector<TuningEntry>& entries) {
+// Every forward key must be covered; a backward key only with BackwardCoverage::Required or
+// when the table has an entry for it (a key without any runs the first compiled kernel that
+// fits, select_backward_kernel).
+void check_coverage(const std::vector<TuningEntry>& entries, BackwardCoverage backward) {
   check_no_overlap(entries);
-  for (const MatchKey& key : supported_keys()) check_no_gap(entries, key);
+  for (const MatchKey& key : supported_keys(Direction::Forward)) check_no_gap(entries, key);
+  for (const MatchKey& key : supported_keys(Direction::Backward)) {
+    const bool has_entry = std::any_of(entries.begin(), entries.end(),
+                                       [&](const TuningEntry& e) { return same_key(e.key, key); });
+    if (has_entry || backward == BackwardCoverage::Required) check_no_gap(entries, key);
+  }
 }
 
 // The keys after version, in document order.
@@ -614,6 +643,8 @@ Error read_text_file(const std::string& path, std::string* text) {
 
 }  // namespace
 
+const char* direction_name(Direction d) { return d == Direction::Backward ? "bwd" : "fwd"; }
+
 std::string describe(const MatchKey& key) {
   return std::string(direction_name(key.direction)) + " " + dtype_name(key.dtype) + " head_dim " +
          std::to_string(key.head_dim) + (key.causal ? " causal" : " non-causal");
@@ -636,13 +667,28 @@ Json fwd_config_json(const FwdConfig& c) {
   return j;
 }
 
+Json bwd_config_json(const BwdConfig& c) {
+  static const char* const kDqSplitWords[] = {"keys", "head_dim", "queries"};
+  static const char* const kKvSplitWords[] = {"keys", "head_dim"};
+  return Json{{"block_m", c.block_m},
+              {"block_n", c.block_n},
+              {"stages", c.stages},
+              {"consumer_warpgroups", c.consumer_warpgroups},
+              {"producer_regs", c.producer_regs()},
+              {"consumer_regs", c.consumer_regs()},
+              {"kv_split", kKvSplitWords[static_cast<int>(c.kv_split)]},
+              {"dq_split", kDqSplitWords[static_cast<int>(c.dq_split)]},
+              {"causal", c.causal}};
+}
+
 std::string builtin_tuning_table_text() {
   return std::string(reinterpret_cast<const char*>(kEmbeddedTuningTable.begin),
                      reinterpret_cast<const char*>(kEmbeddedTuningTable.end));
 }
 
 Error TuningTable::parse(const std::string& json_text, const std::string& source,
-                         const std::vector<KernelInfo>& kernels, TuningTable* out) {
+                         const std::vector<KernelInfo>& kernels, TuningTable* out,
+                         BackwardCoverage backward) {
   if (json_text.size() > kMaxTableBytes)
     return table_error(source, "larger than 1 MiB (" + std::to_string(kMaxTableBytes) +
                                    " bytes), the most a table may be");
@@ -656,7 +702,7 @@ Error TuningTable::parse(const std::string& json_text, const std::string& source
     if (!doc.is_object()) violate("the top level must be an object (got " + shown(doc) + ")");
     check_version(doc);
     parse_top_level(doc, kernels, &table.info_, &table.entries_);
-    check_coverage(table.entries_);
+    check_coverage(table.entries_, backward);
   } catch (const Violation& v) {
     return table_error(source, v.sentence);
   }
@@ -674,7 +720,8 @@ Error TuningTable::load_file(const std::string& path, const std::vector<KernelIn
 }
 
 Error TuningTable::load_builtin(TuningTable* out) {
-  return parse(builtin_tuning_table_text(), "built-in", compiled_kernels(), out);
+  return parse(builtin_tuning_table_text(), "built-in", compiled_forward_and_backward_kernels(),
+               out, BackwardCoverage::Required);
 }
 
 void TuningTable::build_index() {

@@ -1,12 +1,13 @@
-// fa3-tune: measures every compiled forward kernel on this GPU and writes the tuning table
-// (docs/fa3_tune.md).
+// fa3-tune: measures every compiled forward (--direction bwd: backward) kernel on this GPU
+// and writes the tuning table (docs/fa3_tune.md).
 //
 //   parse options (exit 2 on an argument error) -> the built-in table and --base (exit 2 when
 //   --base is not a valid table) -> the GPU check, fa3-bench's (one sentence and exit 1
 //   without a driver or a Hopper GPU) -> --out must be writable (exit 2) -> per
-//   key and seqlen bucket: fa3-bench's Runner checks every fitting kernel against the
-//   float64 reference, then times it; the report block goes to stdout as soon as the bucket
-//   is done -> merge buckets, build the table, validate it, write it (atomically).
+//   key and seqlen bucket: fa3-bench's Runner (backward: BackwardRunner) checks every fitting
+//   kernel against the float64 reference, then times it; the report block goes to stdout as
+//   soon as the bucket is done -> merge buckets, build the table, validate it, write it
+//   (atomically).
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,11 +16,13 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "../../bench/cuda_util.h"
 #include "../../bench/device.h"
+#include "../../bench/backward_runner.h"
 #include "../../bench/report.h"
 #include "../../bench/runner.h"
 #include "../../bench/timing.h"
@@ -134,22 +137,26 @@ bool open_gpu(int device, Gpu* gpu) {
 std::string current_pick(const fa3::TuningTable& table, const fa3bench::Problem& p,
                          const fa3::MatchKey& key) {
   const fa3::KernelInfo* k = table.select(
-      {fa3::Direction::Forward, key.dtype, key.head_dim, key.causal, p.seqlen_q, p.seqlen_k});
+      {key.direction, key.dtype, key.head_dim, key.causal, p.seqlen_q, p.seqlen_k});
   return k ? k->name : "";
 }
 
-// One (key, bucket): every kernel of the runner's list checked, then timed. *fatal is set
-// when the CUDA context may be dead.
-BucketResult measure_bucket(fa3bench::Runner& runner, const std::vector<std::string>& fitting,
-                            const fa3::MatchKey& key, const SeqlenBucket& bucket,
-                            const std::string& label, Progress& progress,
-                            fa3bench::Outcome* fatal) {
+// The rows of one problem: every kernel of the runner's list checked, then timed.
+using RunProblem = std::function<std::vector<fa3bench::ResultRow>(
+    const fa3bench::Problem&, const fa3bench::Progress&, fa3bench::Outcome*)>;
+
+// One (key, bucket). *fatal is set when the CUDA context may be dead.
+BucketResult measure_bucket(const RunProblem& run,
+                            const std::function<std::string()>& unfitting_reason,
+                            const std::vector<std::string>& fitting, const fa3::MatchKey& key,
+                            const SeqlenBucket& bucket, const std::string& label,
+                            Progress& progress, fa3bench::Outcome* fatal) {
   BucketResult r;
   r.key = key;
   r.bucket = bucket;
   r.problem = tune_problem(key, bucket.measured_at);
-  const std::vector<fa3bench::ResultRow> rows = runner.run(
-      r.problem, [&](const std::string& stage) { progress.show(label, stage); }, fatal);
+  const std::vector<fa3bench::ResultRow> rows =
+      run(r.problem, [&](const std::string& stage) { progress.show(label, stage); }, fatal);
   progress.clear();
   for (const fa3bench::ResultRow& row : rows) {
     if (row.config == "-") {  // the problem failed before any kernel ran
@@ -167,7 +174,7 @@ BucketResult measure_bucket(fa3bench::Runner& runner, const std::vector<std::str
       if (ran) continue;
       KernelMeasurement m;
       m.kernel = name;
-      m.note = "fa3 refused it as unsupported (" + runner.last_unfitting_reason() + ")";
+      m.note = "fa3 refused it as unsupported (" + unfitting_reason() + ")";
       r.kernels.push_back(m);
     }
   r.winner = pick_winner(r.kernels);
@@ -205,9 +212,14 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       status = kExitFailed;
     }
 
-    const std::vector<fa3::MatchKey> keys = selected_keys(o.dtypes, o.head_dims, o.causal);
+    const bool backward = o.direction == fa3::Direction::Backward;
+    const std::vector<fa3::MatchKey> keys =
+        selected_keys(o.dtypes, o.head_dims, o.causal, o.direction);
     const std::vector<SeqlenBucket> buckets = seqlen_buckets(measured_seqlens(o.quick));
-    const std::vector<fa3::KernelInfo>& kernels = fa3::compiled_kernels();
+    // The candidates of this direction; the table names kernels of both.
+    const std::vector<fa3::KernelInfo>& kernels =
+        backward ? fa3::compiled_backward_kernels() : fa3::compiled_kernels();
+    const std::vector<fa3::KernelInfo>& table_kernels = fa3::compiled_forward_and_backward_kernels();
     std::vector<BucketResult> results;
     std::vector<MeasuredKey> measured;
     bool every_bucket_has_winner = true;
@@ -224,14 +236,27 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       settings.selection = fa3bench::KernelSelection::AllFitting;
       settings.compiled = kernels_for_key(key, kernels);
       fa3bench::Runner runner(gpu.fa3, gpu.stream, gpu.device, timer, nullptr, settings);
+      fa3bench::BackwardSettings backward_settings;
+      backward_settings.direction = fa3bench::Direction::Bwd;
+      backward_settings.warmup = o.warmup;
+      backward_settings.rounds = o.rounds;
+      backward_settings.cooldown = o.cooldown;
+      backward_settings.kernels = settings.compiled;
+      fa3bench::BackwardRunner backward_runner(gpu.fa3, gpu.stream, gpu.device, timer,
+                                               backward_settings);
+      const RunProblem run = [&](const fa3bench::Problem& p, const fa3bench::Progress& progress,
+                                 fa3bench::Outcome* fatal) {
+        return backward ? backward_runner.run(p, progress, fatal) : runner.run(p, progress, fatal);
+      };
       std::vector<BucketResult> key_results;
       for (size_t b = 0; b < buckets.size(); ++b) {
         const size_t index = k * buckets.size() + b + 1;
         const std::string label = "[" + std::to_string(index) + "/" + std::to_string(total) + "] " +
                                   fa3bench::problem_label(tune_problem(key, buckets[b].measured_at));
         fa3bench::Outcome fatal;
-        BucketResult r =
-            measure_bucket(runner, settings.compiled, key, buckets[b], label, progress, &fatal);
+        BucketResult r = measure_bucket(
+            run, [&] { return runner.last_unfitting_reason(); }, settings.compiled, key,
+            buckets[b], label, progress, &fatal);
         std::printf("\n%s", bucket_report(r, current_pick(builtin, r.problem, key)).c_str());
         std::fflush(stdout);
         every_bucket_has_winner = every_bucket_has_winner && r.winner.has_value();
@@ -272,16 +297,18 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       summary.rounds = o.rounds;
       summary.cooldown = o.cooldown;
       summary.buckets = buckets;
-      summary.kept_keys = unmeasured_keys(measured);
+      summary.kept_keys = unmeasured_keys(measured, o.direction);
+      summary.direction = o.direction;
       if (!o.base_path.empty()) summary.kept_from = base_description(o.base_path, base);
       TableInfo info;
       info.gpu = gpu.device.name;
       info.date = utc_date(std::time(nullptr));
       info.generated_by = command;
       info.notes = method_notes(summary);
+      info.direction = o.direction;
       const std::string text =
-          table_text(tuning_table_json(measured, base, kernels, info));
-      const fa3::Error invalid = validate_table(text, o.out_path, kernels);
+          table_text(tuning_table_json(measured, base, table_kernels, info));
+      const fa3::Error invalid = validate_table(text, o.out_path, table_kernels);
       std::string write_error;
       if (invalid.failed()) {
         std::fprintf(stderr, "fa3-tune: the generated table is not valid, so it is not written "
@@ -320,7 +347,8 @@ int tune_main(int argc, char** argv) {
   }
   base = builtin;
   if (!o.base_path.empty()) {
-    const fa3::Error b = fa3::TuningTable::load_file(o.base_path, fa3::compiled_kernels(), &base);
+    const fa3::Error b =
+        fa3::TuningTable::load_file(o.base_path, fa3::compiled_forward_and_backward_kernels(), &base);
     if (b.failed()) {
       std::fprintf(stderr, "fa3-tune: --base %s is not a valid tuning table: %s\n",
                    o.base_path.c_str(), b.message.c_str());

@@ -44,6 +44,18 @@ const std::vector<OptionSpec>& option_specs() {
                            "launches in one round (unless --warmup/--iters/--rounds say "
                            "otherwise).",
        [](TuneOptions& o, const std::string&) { o.quick = true; }},
+      {"--direction", "DIR", "fwd: measure the forward kernels and write the fwd entries; "
+                             "bwd: the backward kernels (each checked against the float64 "
+                             "backward reference first) and the bwd entries. The other "
+                             "direction's entries are kept from the base table. Default: fwd.",
+       [](TuneOptions& o, const std::string& v) {
+         if (v == "fwd")
+           o.direction = fa3::Direction::Forward;
+         else if (v == "bwd")
+           o.direction = fa3::Direction::Backward;
+         else
+           fail("--direction must be fwd or bwd (got '" + v + "').");
+       }},
       {"--dtype", "LIST", "measure these dtypes: f16 (also fp16, half), bf16. Default: f16,bf16.",
        [](TuneOptions& o, const std::string& v) {
          o.dtypes = parse_list<fa3::DType>("--dtype", v, parse_dtype);
@@ -98,14 +110,15 @@ std::string tune_help_text() {
   std::ostringstream out;
   out << "Usage: fa3-tune [options]\n"
          "\n"
-         "Measures every compiled forward kernel on this GPU for each (dtype, head dim, causal,\n"
-         "seqlen bucket), with fa3-bench's timing method, and writes the fastest as a tuning\n"
-         "table (schema: docs/tuning_table.md). Each kernel is first checked against a float64\n"
-         "reference; a kernel that fails is reported and never picked. Problems: the paper's\n"
-         "grid, seqlen_q = seqlen_k = 512..16k, batch = 16384/seqlen, heads = 2048/head_dim.\n"
-         "The report (stdout) shows every kernel's TFLOPS per bucket, the winner and its\n"
-         "margin over the built-in table's pick. Lists are comma-separated (--hdim 64,128);\n"
-         "a value follows its option or an '=' (--iters=50).\n"
+         "Measures every compiled forward kernel (--direction bwd: backward kernel) on this GPU\n"
+         "for each (dtype, head dim, causal, seqlen bucket), with fa3-bench's timing method,\n"
+         "and writes the fastest as a tuning table (schema: docs/tuning_table.md). Each kernel\n"
+         "is first checked against a float64 reference; a kernel that fails is reported and\n"
+         "never picked. Problems: the paper's grid, seqlen_q = seqlen_k = 512..16k, batch =\n"
+         "16384/seqlen, heads = 2048/head_dim. The report (stdout) shows every kernel's\n"
+         "TFLOPS per bucket, the winner and its margin over the built-in table's pick. Lists\n"
+         "are comma-separated (--hdim 64,128); a value follows its option or an '='\n"
+         "(--iters=50).\n"
          "\n"
          "Options:\n";
   for (const OptionSpec& s : option_specs()) {
@@ -115,7 +128,8 @@ std::string tune_help_text() {
   }
   out << "\n"
          "Filters (--dtype, --hdim, --causal) still write a complete table: the keys not\n"
-         "measured keep the built-in table's entries, or --base's (info.notes says which).\n"
+         "measured, and every key of the other direction, keep the built-in table's entries,\n"
+         "or --base's (info.notes or info.bwd_notes says which).\n"
          "Exit status: 0 the table was written; 1 no driver / no Hopper GPU, a CUDA error, a\n"
          "bucket where no kernel passed its check (no table written), or a kernel that failed\n"
          "its check or did not run (the table, which never picks it, is written); 2 an\n"

@@ -6,12 +6,16 @@
 #include <vector>
 
 #include "kernels/fwd_config.h"
+#include "runtime/kernel_registry.h"  // fa3::Direction
 
 namespace fa3tune {
 
 struct TuneOptions {
   std::string out_path = "tuning_table.json";
   bool quick = false;
+  // --direction: the forward kernels (fwd entries) or the backward kernels (bwd entries); the
+  // other direction's entries are kept from the base table.
+  fa3::Direction direction = fa3::Direction::Forward;
   // Filters: the keys measured. A filtered run still writes a complete table (the other
   // keys keep the entries of the built-in table, or of --base).
   std::vector<fa3::DType> dtypes{fa3::DType::F16, fa3::DType::BF16};

@@ -6,12 +6,12 @@ namespace fa3tune {
 
 // ---- keys ---------------------------------------------------------------------------------
 
-std::vector<fa3::MatchKey> all_keys() {
+std::vector<fa3::MatchKey> all_keys(fa3::Direction direction) {
   std::vector<fa3::MatchKey> keys;
   for (fa3::DType dtype : {fa3::DType::F16, fa3::DType::BF16})
     for (int head_dim : {64, 128, 256})
       for (bool causal : {false, true})
-        keys.push_back({fa3::Direction::Forward, dtype, head_dim, causal});
+        keys.push_back({direction, dtype, head_dim, causal});
   return keys;
 }
 
@@ -28,9 +28,10 @@ bool contains(const std::vector<T>& list, const T& x) {
 
 std::vector<fa3::MatchKey> selected_keys(const std::vector<fa3::DType>& dtypes,
                                          const std::vector<int>& head_dims,
-                                         const std::vector<bool>& causal) {
+                                         const std::vector<bool>& causal,
+                                         fa3::Direction direction) {
   std::vector<fa3::MatchKey> keys;
-  for (const fa3::MatchKey& key : all_keys())
+  for (const fa3::MatchKey& key : all_keys(direction))
     if (contains(dtypes, key.dtype) && contains(head_dims, key.head_dim) &&
         contains(causal, key.causal))
       keys.push_back(key);
@@ -43,17 +44,23 @@ bool same_key(const fa3::MatchKey& a, const fa3::MatchKey& b) {
 }
 
 std::string key_label(const fa3::MatchKey& key) {
-  return std::string(fa3::dtype_name(key.dtype)) + " d" + std::to_string(key.head_dim) +
+  return std::string(key.direction == fa3::Direction::Backward ? "bwd " : "") +
+         fa3::dtype_name(key.dtype) + " d" + std::to_string(key.head_dim) +
          (key.causal ? " causal" : " non-causal");
 }
 
 std::vector<std::string> kernels_for_key(const fa3::MatchKey& key,
                                          const std::vector<fa3::KernelInfo>& kernels) {
   std::vector<std::string> names;
-  for (const fa3::KernelInfo& k : kernels)
-    if (k.direction == key.direction && k.fwd.dtype == key.dtype &&
-        k.fwd.head_dim == key.head_dim && k.fwd.causal == key.causal)
-      names.push_back(k.name);
+  for (const fa3::KernelInfo& k : kernels) {
+    if (k.direction != key.direction) continue;
+    const bool backward = k.direction == fa3::Direction::Backward;
+    const bool fits = backward ? k.bwd.dtype == key.dtype && k.bwd.head_dim == key.head_dim &&
+                                     k.bwd.causal == key.causal
+                               : k.fwd.dtype == key.dtype && k.fwd.head_dim == key.head_dim &&
+                                     k.fwd.causal == key.causal;
+    if (fits) names.push_back(k.name);
+  }
   return names;
 }
 
@@ -111,9 +118,15 @@ KernelMeasurement measurement_from_row(const fa3bench::ResultRow& row) {
     m.check = row.check->pass ? KernelMeasurement::Check::Passed : KernelMeasurement::Check::Failed;
     m.check_result = row.check;
   }
+  if (row.backward_check) {
+    m.check = row.backward_check->pass ? KernelMeasurement::Check::Passed
+                                       : KernelMeasurement::Check::Failed;
+    m.backward_check_result = row.backward_check;
+  }
   if (row.timing && row.note.empty()) {
     m.timing = row.timing;
-    m.tflops = fa3bench::tflops(fa3bench::forward_flops(row.problem), row.timing->median_ms);
+    m.tflops = fa3bench::tflops(fa3bench::direction_flops(row.problem, row.direction),
+                                row.timing->median_ms);
   }
   return m;
 }

@@ -19,15 +19,17 @@ constexpr int64_t kMaxSeqlen = 2147483647;  // the tuning table's largest sequen
 
 // ---- keys ---------------------------------------------------------------------------------
 
-// The forward keys of a complete table, in the built-in table's order: dtype f16, bf16 x
-// head_dim 64, 128, 256 x non-causal, causal.
-std::vector<fa3::MatchKey> all_keys();
-// The keys of all_keys() whose dtype, head_dim and causal are all in the given lists.
+// The 12 keys of one direction of a complete table, in the built-in table's order: dtype
+// f16, bf16 x head_dim 64, 128, 256 x non-causal, causal.
+std::vector<fa3::MatchKey> all_keys(fa3::Direction direction = fa3::Direction::Forward);
+// The keys of all_keys(direction) whose dtype, head_dim and causal are all in the given lists.
 std::vector<fa3::MatchKey> selected_keys(const std::vector<fa3::DType>& dtypes,
                                          const std::vector<int>& head_dims,
-                                         const std::vector<bool>& causal);
+                                         const std::vector<bool>& causal,
+                                         fa3::Direction direction = fa3::Direction::Forward);
 bool same_key(const fa3::MatchKey& a, const fa3::MatchKey& b);
-// "bf16 d128 causal": how the report names a key (fa3-bench's spelling of the problem).
+// "bf16 d128 causal" / "bwd bf16 d128 causal": how the report names a key (fa3-bench's
+// spelling of the problem; backward keys say so).
 std::string key_label(const fa3::MatchKey& key);
 
 // The kernels of `kernels` that can run `key` (same direction, dtype, head_dim and causal),
@@ -68,14 +70,16 @@ struct KernelMeasurement {
   std::optional<fa3bench::TimingStats> timing;  // set when the kernel was timed
   double tflops = 0;                            // by the paper's FLOP count, from the median
   Check check = Check::NotRun;
-  std::optional<fa3bench::CheckResult> check_result;
+  std::optional<fa3bench::CheckResult> check_result;                   // forward
+  std::optional<fa3bench::BackwardCheckResult> backward_check_result;  // backward
   std::string note;  // why it did not run, when it did not
 
   // Timed and passed its check: the only measurements a winner is picked from.
   bool eligible() const { return timing.has_value() && check == Check::Passed; }
 };
 
-// A fa3-bench row (from fa3bench::Runner, with the check on) as a measurement.
+// A fa3-bench row (from fa3bench::Runner or BackwardRunner, with the check on) as a
+// measurement; TFLOPS by the row's direction (a backward is 2.5 forwards).
 KernelMeasurement measurement_from_row(const fa3bench::ResultRow& row);
 
 // The index of the eligible measurement with the smallest median (the first of equals);

@@ -37,6 +37,8 @@ const KernelMeasurement* find_measurement(const BucketResult& r, const std::stri
 std::string check_text(const KernelMeasurement& m) {
   using Check = KernelMeasurement::Check;
   if (m.check == Check::Passed) return "PASS";
+  if (m.backward_check_result && m.check == Check::Failed)
+    return "FAIL (" + m.backward_check_result->failure + ")";
   if (m.check == Check::NotRun || !m.check_result) return "-";
   const fa3bench::CheckResult& c = *m.check_result;
   std::string why = "O error " + format("%.1e", c.o_error) + " vs limit 2 x " +

@@ -7,9 +7,10 @@ namespace fa3tune {
 
 using Json = nlohmann::ordered_json;
 
-std::vector<fa3::MatchKey> unmeasured_keys(const std::vector<MeasuredKey>& measured) {
+std::vector<fa3::MatchKey> unmeasured_keys(const std::vector<MeasuredKey>& measured,
+                                           fa3::Direction direction) {
   std::vector<fa3::MatchKey> keys;
-  for (const fa3::MatchKey& key : all_keys()) {
+  for (const fa3::MatchKey& key : all_keys(direction)) {
     bool found = false;
     for (const MeasuredKey& m : measured) found = found || same_key(m.key, key);
     if (!found) keys.push_back(key);
@@ -28,7 +29,7 @@ const fa3::KernelInfo* find_kernel(const std::vector<fa3::KernelInfo>& kernels,
 
 Json entry_json(const fa3::MatchKey& key, fa3::SeqlenRange seqlen_q, fa3::SeqlenRange seqlen_k,
                 const std::string& kernel, const std::vector<fa3::KernelInfo>& kernels) {
-  Json match = {{"direction", "fwd"},
+  Json match = {{"direction", fa3::direction_name(key.direction)},
                 {"dtype", fa3::dtype_name(key.dtype)},
                 {"head_dim", key.head_dim},
                 {"causal", key.causal},
@@ -36,8 +37,28 @@ Json entry_json(const fa3::MatchKey& key, fa3::SeqlenRange seqlen_q, fa3::Seqlen
                 {"seqlen_k", {seqlen_k.lo, seqlen_k.hi}}};
   Json entry = {{"match", match}, {"kernel", kernel}};
   if (const fa3::KernelInfo* k = find_kernel(kernels, kernel))
-    entry["config"] = fa3::fwd_config_json(k->fwd);
+    entry["config"] = k->direction == fa3::Direction::Backward ? fa3::bwd_config_json(k->bwd)
+                                                               : fa3::fwd_config_json(k->fwd);
   return entry;
+}
+
+bool is_backward_info(const std::string& key) { return key.rfind("bwd_", 0) == 0; }
+
+// The run's info values under its direction's keys, after (backward run) or before (forward
+// run) the other direction's values kept from `current`.
+Json info_json(const TableInfo& info, const fa3::TuningTable& current) {
+  const bool backward = info.direction == fa3::Direction::Backward;
+  const std::string prefix = backward ? "bwd_" : "";
+  Json run = {{prefix + "gpu", info.gpu},
+              {prefix + "date", info.date},
+              {prefix + "generated_by", info.generated_by},
+              {prefix + "notes", info.notes}};
+  Json kept = Json::object();
+  for (const auto& [key, value] : current.info())
+    if (is_backward_info(key) != backward) kept[key] = value;
+  Json out = backward ? kept : run;
+  for (const auto& item : (backward ? run : kept).items()) out[item.key()] = item.value();
+  return out;
 }
 
 }  // namespace
@@ -46,7 +67,9 @@ Json tuning_table_json(const std::vector<MeasuredKey>& measured, const fa3::Tuni
                        const std::vector<fa3::KernelInfo>& kernels, const TableInfo& info) {
   const fa3::SeqlenRange every_length{1, kMaxSeqlen};
   Json entries = Json::array();
-  for (const fa3::MatchKey& key : all_keys()) {
+  std::vector<fa3::MatchKey> keys = all_keys(fa3::Direction::Forward);
+  for (const fa3::MatchKey& key : all_keys(fa3::Direction::Backward)) keys.push_back(key);
+  for (const fa3::MatchKey& key : keys) {
     const MeasuredKey* m = nullptr;
     for (const MeasuredKey& candidate : measured)
       if (same_key(candidate.key, key)) m = &candidate;
@@ -67,11 +90,7 @@ Json tuning_table_json(const std::vector<MeasuredKey>& measured, const fa3::Tuni
   }
   return Json{{"version", 1},
               {"arch", "sm_90a"},
-              {"info",
-               {{"gpu", info.gpu},
-                {"date", info.date},
-                {"generated_by", info.generated_by},
-                {"notes", info.notes}}},
+              {"info", info_json(info, current)},
               {"entries", entries}};
 }
 
@@ -157,14 +176,21 @@ std::string cooldown_text(double x) {
 }  // namespace
 
 std::string method_notes(const MethodSummary& s) {
+  const bool backward = s.direction == fa3::Direction::Backward;
+  const std::string check =
+      backward ? "was first checked against a float64 backward reference on sampled rows (dQ, "
+                 "dK and dV error each <= 2 x the plain same-precision backward's + 1e-5), "
+                 "then its fa3_backward_with_kernel calls timed with CUDA events "
+               : "was first checked against a float64 reference on sampled rows, with "
+                 "and without an LSE buffer (O error <= 2 x plain same-precision attention's + "
+                 "1e-5, LSE error <= 1e-4), then timed with CUDA events ";
   std::string notes =
-      "Measured by fa3-tune" + std::string(s.quick ? " --quick" : "") +
-      " with fa3-bench's method: every compiled kernel that fits a key, on the paper's grid "
+      "Measured by fa3-tune" + std::string(backward ? " --direction bwd" : "") +
+      std::string(s.quick ? " --quick" : "") + " with fa3-bench's method: every compiled " +
+      (backward ? "backward " : "") +
+      "kernel that fits a key, on the paper's grid "
       "shape (seqlen_q = seqlen_k = S, batch = 16384/S, heads = 2048/head_dim, inputs "
-      "normal(0, 1)), was first checked against a float64 reference on sampled rows, with "
-      "and without an LSE buffer (O error <= 2 x plain same-precision attention's + 1e-5, "
-      "LSE error <= 1e-4), then timed with CUDA events "
-      "around each launch, " +
+      "normal(0, 1)), " + check + "around each launch, " +
       std::to_string(s.warmup) + " warm-up + " + std::to_string(s.iters) +
       " timed launches" +
       (s.rounds > 1 ? " in each of " + std::to_string(s.rounds) +

@@ -1,7 +1,7 @@
 // The table fa3-tune writes: the measured keys' ranges plus, for keys a filtered run did not
-// measure, the current table's entries, in the library's schema (docs/tuning_table.md), with
-// each entry's config from fwd_config_json. Validated with TuningTable::parse before it is
-// written. Pure host code.
+// measure and for every key of the other direction, the current table's entries, in the
+// library's schema (docs/tuning_table.md), with each entry's config from fwd_config_json or
+// bwd_config_json. Validated with TuningTable::parse before it is written. Pure host code.
 #pragma once
 
 #include <ctime>
@@ -20,21 +20,27 @@ struct MeasuredKey {
   std::vector<KernelRange> ranges;
 };
 
-// The table's "info" object (every value a string).
+// The table's "info" values of this run (every value a string). A forward run writes them as
+// gpu, date, generated_by and notes; a backward run as bwd_gpu, bwd_date, bwd_generated_by
+// and bwd_notes. The other direction's values are kept from the current table (its keys that
+// start with "bwd_" belong to the backward, the others to the forward).
 struct TableInfo {
   std::string gpu;           // cudaGetDeviceProperties' name
   std::string date;          // UTC, ISO 8601: "2026-11-22"
   std::string generated_by;  // "fa3-tune" and the command line's arguments
   std::string notes;         // method_notes
+  fa3::Direction direction = fa3::Direction::Forward;  // the direction this run measured
 };
 
-// The keys of all_keys() that `measured` does not contain, in all_keys() order.
-std::vector<fa3::MatchKey> unmeasured_keys(const std::vector<MeasuredKey>& measured);
+// The keys of all_keys(direction) that `measured` does not contain, in all_keys() order.
+std::vector<fa3::MatchKey> unmeasured_keys(const std::vector<MeasuredKey>& measured,
+                                           fa3::Direction direction = fa3::Direction::Forward);
 
-// The table: for every key of all_keys(), in order, the measured ranges (seqlen_k [1, max]
-// each) or else the entries `current` has for the key (in seqlen order). Every entry gets
-// its kernel's config (fwd_config_json) from `kernels`; a kernel missing from `kernels` gets
-// none (validation then names it).
+// The table: for every key of all_keys(Forward), then of all_keys(Backward), in order, the
+// measured ranges (seqlen_k [1, max] each) or else the entries `current` has for the key (in
+// seqlen order; a backward key `current` has none for gets none). Every entry gets its
+// kernel's config (fwd_config_json / bwd_config_json) from `kernels`; a kernel missing from
+// `kernels` gets none (validation then names it).
 nlohmann::ordered_json tuning_table_json(const std::vector<MeasuredKey>& measured,
                                          const fa3::TuningTable& current,
                                          const std::vector<fa3::KernelInfo>& kernels,
@@ -57,6 +63,7 @@ struct MethodSummary {
   std::vector<SeqlenBucket> buckets;
   std::vector<fa3::MatchKey> kept_keys;  // unmeasured_keys
   std::string kept_from = "the built-in table";
+  fa3::Direction direction = fa3::Direction::Forward;
 };
 std::string method_notes(const MethodSummary& summary);
 
