@@ -268,19 +268,17 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
                                Tr::DqStaging::kBytes);
       ptx::bulk_commit_group();
     }
-    // The parts may be restaged once the adds have read them; the consumers go on while (in
-    // deterministic mode) the adds complete (a step's wait for the completion held them for
-    // an L2 round trip each step).
-    ptx::bulk_wait_group_read<0>();
-#pragma unroll
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
     if (p.deterministic) {
       // The adds must be complete in global memory, not only have read shared memory, before
       // the next K/V block's CTA may add.
       ptx::bulk_wait_group<0>();
       ptx::fence_proxy_async_global();
       ptx::red_add_release_gpu(semaphore, 1);
+    } else {
+      ptx::bulk_wait_group_read<0>();
     }
+#pragma unroll
+    for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
   }
   ptx::bulk_wait_group<0>();
 }
