@@ -1,8 +1,9 @@
 // FlashAttention-3 backward (paper Algorithm 3), warp-specialized.
 //
-// One CTA owns block_n = 128 keys of one (batch, K/V head): their K_j and V_j are loaded once,
-// and dK_j, dV_j stay in registers while the CTA walks every query block of every query head
-// of the K/V head's group (GQA/MQA: the group's sum needs no atomics and no copy of K/V).
+// One CTA owns block_n keys (128; 64 at head dim 256) of one (batch, K/V head): their K_j and
+// V_j are loaded once, and dK_j, dV_j stay in registers while the CTA walks every query block
+// of every query head of the K/V head's group (GQA/MQA: the group's sum needs no atomics and
+// no copy of K/V); at the end they go out through K_j's and V_j's tiles by TMA stores.
 //   warpgroup 0, warp 0   the producer: K_j and V_j, then Q_i, dO_i (TMA) and LSE_i, D_i (bulk
 //                         copies) of each step into an s-stage pipeline (lines 4-12)
 //   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
@@ -15,7 +16,9 @@
 //                         dV += P^T dO and dK += dS^T Q (RS-wgmma), dS^T to shared memory and
 //                         their part of dQ_i = dS K (SS-wgmma with a transposed A; by keys,
 //                         head-dim columns or query rows: DqSplit, bwd_config.h), staged in
-//                         fragment order for the writer (DqAccumLayout).
+//                         fragment order for the writer (DqAccumLayout). With _kvh (head dim
+//                         256) they share the keys instead: S^T, dP^T of 32 queries each, P^T
+//                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator and semaphores zeroed; line 2) and _post (dQ scaled
 // and converted; line 38).
@@ -283,9 +286,9 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   ptx::bulk_wait_group<0>();
 }
 
-// Which elements of S^T a step masks: none, whole rows (keys past seqlen_k: first_seen[h] is
+// Which elements of S^T a step masks: whole rows (keys past seqlen_k: first_seen[h] is
 // INT32_MAX there, INT32_MIN elsewhere), or causal (col_offset(e) < first_seen[h]).
-enum class BwdMask { None, Keys, Causal };
+enum class BwdMask { Keys, Causal };
 
 // Line 19 on a thread's S^T accumulators: P^T = exp2(scale_log2 S^T - L) with L = stat[g]
 // (pairs of query columns); a masked element's S^T is -inf first, so that one unpredicated
@@ -301,9 +304,8 @@ __device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int e = 4 * g + 2 * h + j;
-        const bool masked = Mask == BwdMask::Keys     ? first_seen[h] > 0
-                            : Mask == BwdMask::Causal ? tile::AccLayout::col_offset(e) < first_seen[h]
-                                                      : false;
+        const bool masked = Mask == BwdMask::Keys ? first_seen[h] > 0
+                                                  : tile::AccLayout::col_offset(e) < first_seen[h];
         const float l = j == 0 ? stat[g].x : stat[g].y;
         s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], scale_log2, -l));
       }
