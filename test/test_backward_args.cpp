@@ -29,6 +29,7 @@
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/tuning_table.h"
+#include "tile/fragment_order.h"
 
 namespace {
 

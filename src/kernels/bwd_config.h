@@ -27,7 +27,6 @@
 
 #include "kernels/fwd_config.h"
 #include "kernels/fwd_names.h"
-#include "tile/fragment_order.h"  // FA3_HOST_DEVICE
 
 namespace fa3 {
 
@@ -138,20 +137,27 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
 // block_m / 64 bands of 64 rows x head_dim, each in tile::AccFragmentOrder (8-column group i
 // of the band at floats 512 i .. 512 i + 511), so that a warpgroup's 64-row part is one
 // contiguous run of the band: one bulk reduce-add, no tensor map, no swizzle. The
-// postprocess reads it back through float_index.
+// postprocess reads it back through AccFragmentOrder's row_of and col_of, of which
+// float_index is the inverse.
+#if defined(__CUDACC__)
+#define FA3_BWD_HOST_DEVICE __host__ __device__
+#else
+#define FA3_BWD_HOST_DEVICE
+#endif
 struct DqAccumLayout {
   int head_dim;
   // Floats from the block's start to the part whose first row and column are (row0, col0),
   // row0 a multiple of 64 and col0 of 8.
-  FA3_HOST_DEVICE constexpr int64_t part_offset(int row0, int col0) const {
+  FA3_BWD_HOST_DEVICE constexpr int64_t part_offset(int row0, int col0) const {
     return static_cast<int64_t>(row0 / 64) * 64 * head_dim + static_cast<int64_t>(col0) * 64;
   }
   // Float index in the block of its element (row, col): (AccFragmentOrder::index inverted).
-  FA3_HOST_DEVICE constexpr int64_t float_index(int row, int col) const {
+  FA3_BWD_HOST_DEVICE constexpr int64_t float_index(int row, int col) const {
     const int r = row % 64, thread = 32 * (r / 16) + 4 * (r % 8) + (col % 8) / 2;
     return part_offset(row - r, 0) + (col / 8) * 512 + 4 * thread + 2 * ((r % 16) / 8) + col % 2;
   }
 };
+#undef FA3_BWD_HOST_DEVICE
 
 struct BwdNameParse {
   bool ok = false;
