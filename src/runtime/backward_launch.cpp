@@ -6,19 +6,11 @@
 #include <string>
 
 #include "runtime/forward_launch.h"
+#include "runtime/forward_problem.h"  // tensor_rules::check_layout
 
 namespace fa3 {
 
 namespace {
-
-// Whether TMA can store into t (16-bit elements): 16-byte aligned data and 16-byte multiples
-// of every stride that is stepped (a dimension of size 1 never is; encode_tensor_map gives it
-// a stride of its own).
-bool tma_storable(const fa3_tensor& t) {
-  auto ok = [](int64_t size, int64_t stride) { return size == 1 || (stride * 2) % 16 == 0; };
-  return reinterpret_cast<uintptr_t>(t.data) % 16 == 0 && ok(t.seqlen, t.stride_seq) &&
-         ok(t.heads, t.stride_head) && ok(t.batch, t.stride_batch);
-}
 
 void copy_strides(const fa3_tensor& t, int64_t out[3]) {
   out[0] = t.stride_batch;
@@ -49,9 +41,11 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
   if (e.failed()) return e;
-  // dK and dV by TMA where both allow it; otherwise (or should the driver refuse a map) the
-  // kernel's 4-byte stores, which take any layout the argument checks accept.
-  p.dkv_tma = tma_storable(dk) && tma_storable(dv) &&
+  // dK and dV by TMA where both meet the TMA layout rule q, k, v and dout are held to
+  // (tensor_rules::check_layout); otherwise (or should the driver refuse a map) the kernel's
+  // 4-byte stores, which take any layout the argument checks accept.
+  p.dkv_tma = !tensor_rules::check_layout(dk, "dk", 2).failed() &&
+              !tensor_rules::check_layout(dv, "dv", 2).failed() &&
               !encode_tensor_map(d, dk, "dk", 64, &p.tma_dk).failed() &&
               !encode_tensor_map(d, dv, "dv", 64, &p.tma_dv).failed();
   p.o = static_cast<const uint16_t*>(o.data);
