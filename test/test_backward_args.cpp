@@ -25,6 +25,7 @@
 #include "fa3/fa3.h"
 #include "kernels/bwd_config.h"
 #include "kernels/bwd_params.h"
+#include "runtime/backward_launch.h"
 #include "runtime/backward_problem.h"
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
@@ -1103,4 +1104,60 @@ TEST_CASE("backward: fa3_backward_with_kernel runs the named backward kernel tha
   CHECK(last_loaded(fh.h) ==
         fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal"));
   CHECK(fake().count("cuLaunchKernelEx") == 3);
+}
+
+TEST_CASE("backward: the main kernel's CTA order covers every (K/V block, pair) once",
+          "[cpu][api]") {
+  // bwd_tile_at maps the 1-D grid onto (n_block, kv_head, batch): a bijection for any section
+  // width, a last section narrower than the others included; within a section block n of
+  // every pair comes before block n + 1 of any (the longest causal CTAs first).
+  for (int n_blocks : {1, 3, 64})
+    for (int heads_kv : {1, 3, 8})
+      for (int batch : {1, 5})
+        for (int section : {1, 2, 4, 16}) {
+          const int pairs = heads_kv * batch, ctas = n_blocks * pairs;
+          std::vector<int> seen(static_cast<size_t>(ctas), 0);
+          int last_n = -1, last_section = -1;
+          for (int i = 0; i < ctas; ++i) {
+            const fa3::BwdTile t = fa3::bwd_tile_at(i, n_blocks, heads_kv, pairs, section);
+            REQUIRE(t.n_block >= 0);
+            REQUIRE(t.n_block < n_blocks);
+            REQUIRE(t.kv_head >= 0);
+            REQUIRE(t.kv_head < heads_kv);
+            REQUIRE(t.batch >= 0);
+            REQUIRE(t.batch < batch);
+            const int pair = t.batch * heads_kv + t.kv_head;
+            ++seen[static_cast<size_t>(pair * n_blocks + t.n_block)];
+            const int sec = pair / section;
+            if (sec == last_section) CHECK(t.n_block >= last_n);
+            else CHECK(sec == last_section + 1);
+            last_section = sec;
+            last_n = t.n_block;
+          }
+          for (int n : seen) REQUIRE(n == 1);
+        }
+}
+
+TEST_CASE("backward: causal calls order their CTAs in L2-sized sections", "[cpu][api]") {
+  fa3::BackwardProblem prob;
+  prob.dtype = fa3::DType::BF16;
+  prob.head_dim = 128;
+  prob.batch = 2;
+  prob.heads = prob.heads_kv = 16;
+  prob.seqlen_q = prob.seqlen_k = 8192;
+  fa3::BwdConfig c;
+  c.head_dim = 128;
+  c.causal = false;
+  CHECK(fa3::backward_l2_section(c, prob) == 1);
+  c.causal = true;
+  // 8 MiB a pair (Q, dO: 2 MiB each, the dQ accumulator 4 MiB): 4 pairs in 40 MiB.
+  CHECK(fa3::backward_l2_section(c, prob) == 4);
+  prob.heads = 64;  // GQA 4/1: 32 MiB a pair
+  CHECK(fa3::backward_l2_section(c, prob) == 1);
+  prob.heads = 16;
+  prob.seqlen_q = prob.seqlen_k = 512;  // 0.5 MiB a pair: all 32 pairs fit, 32 is the cap
+  CHECK(fa3::backward_l2_section(c, prob) == 32);
+  prob.batch = 1;
+  prob.heads = prob.heads_kv = 3;  // never more than the pairs there are
+  CHECK(fa3::backward_l2_section(c, prob) == 2);
 }

@@ -158,9 +158,12 @@ template <class Tr>
 struct BwdWork {
   int n_block, kv_head, batch, m_begin;
 
-  __device__ __forceinline__ explicit BwdWork(const BwdParams& p)
-      : n_block(static_cast<int>(blockIdx.x)), kv_head(static_cast<int>(blockIdx.y)),
-        batch(static_cast<int>(blockIdx.z)), m_begin(0) {
+  __device__ __forceinline__ explicit BwdWork(const BwdParams& p) : m_begin(0) {
+    const BwdTile tile = bwd_tile_at(static_cast<int>(blockIdx.x), p.num_n_blocks, p.heads_kv,
+                                     p.batch * p.heads_kv, p.l2_section);
+    n_block = tile.n_block;
+    kv_head = tile.kv_head;
+    batch = tile.batch;
     if (Tr::kCausal) {
       // Bottom-right aligned: query q sees key j when j <= q + seqlen_k - seqlen_q; the
       // block's first key is seen from query n_block * block_n - (seqlen_k - seqlen_q) on.

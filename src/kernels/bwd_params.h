@@ -36,6 +36,7 @@ struct BwdParams {
   int32_t heads, heads_kv, batch;
   int32_t heads_per_kv_head;
   int32_t num_m_blocks, num_n_blocks;
+  int32_t l2_section;  // (batch, K/V head) pairs of a section of the CTA order (bwd_tile_at)
   float scale;       // softmax_scale
   float scale_log2;  // softmax_scale * log2(e)
   int32_t deterministic;

@@ -20,6 +20,18 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
 
 }  // namespace
 
+int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
+  if (!c.causal) return 1;
+  // A pair's Q and dO (16-bit) and dQ accumulator (fp32), for all the query heads of its
+  // group; 40 MiB of the 50 MiB L2 (H100, H200) for them, in a power of two of pairs.
+  const int64_t pair_bytes = (prob.heads / prob.heads_kv) * prob.seqlen_q * prob.head_dim * (2 + 2 + 4);
+  const int64_t budget = int64_t{40} << 20;
+  const int64_t pairs = prob.batch * prob.heads_kv;
+  int64_t section = 1;
+  while (section * 2 <= pairs && section * 2 * pair_bytes <= budget) section *= 2;
+  return static_cast<int>(section);
+}
+
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
@@ -75,11 +87,17 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.scale = prob.softmax_scale;
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
   p.deterministic = prob.deterministic ? 1 : 0;
+  p.l2_section = backward_l2_section(c, prob);
+  const int64_t ctas = static_cast<int64_t>(p.num_n_blocks) * prob.batch * prob.heads_kv;
+  if (ctas > INT32_MAX)
+    return make_error(FA3_ERR_UNSUPPORTED,
+                      "k->batch * k->heads * ceil(k->seqlen / " + std::to_string(c.block_n) +
+                          ") (" + std::to_string(ctas) +
+                          ") must stay below 2^31 for fa3_backward (a CTA each)");
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
-            {static_cast<unsigned>(p.num_n_blocks), static_cast<unsigned>(prob.heads_kv),
-             static_cast<unsigned>(prob.batch)},
+            {static_cast<unsigned>(ctas), 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
   return Error::ok();
 }
