@@ -99,6 +99,18 @@ __device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
   return v;
 }
 
+// ld_shared_v2_f32 at addr + kOffset bytes, the offset in the instruction (an address add
+// that the compiler turns into an OR cannot be folded into the load).
+template <int kOffset>
+__device__ __forceinline__ float2 ld_shared_v2_f32(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2+%3];\n"
+               : "=f"(v.x), "=f"(v.y)
+               : "r"(addr), "n"(kOffset)
+               : "memory");
+  return v;
+}
+
 // Four 32-bit words from shared memory (16-byte aligned address), in one load.
 __device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
   uint4 v;
