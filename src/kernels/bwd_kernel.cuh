@@ -249,6 +249,8 @@ template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
   constexpr DqAccumLayout kLayout{Tr::kHeadDim};
+  // The accumulator's lines stay in L2 for the next K/V blocks' adds.
+  const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
@@ -271,8 +273,8 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
       const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
       const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
-      ptx::bulk_reduce_add_f32(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
-                               Tr::DqStaging::kBytes);
+      ptx::bulk_reduce_add_f32_hinted(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
+                                      Tr::DqStaging::kBytes, policy);
       ptx::bulk_commit_group();
     }
     static_assert(Tr::kConsumers == 2, "the parts are freed one by one below");
