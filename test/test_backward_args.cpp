@@ -1138,7 +1138,8 @@ TEST_CASE("backward: the main kernel's CTA order covers every (K/V block, pair) 
         }
 }
 
-TEST_CASE("backward: causal calls order their CTAs in L2-sized sections", "[cpu][api]") {
+TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized sections",
+          "[cpu][api]") {
   fa3::BackwardProblem prob;
   prob.dtype = fa3::DType::BF16;
   prob.head_dim = 128;
@@ -1149,6 +1150,9 @@ TEST_CASE("backward: causal calls order their CTAs in L2-sized sections", "[cpu]
   c.head_dim = 128;
   c.causal = false;
   CHECK(fa3::backward_l2_section(c, prob) == 1);
+  prob.deterministic = true;  // sections for the deterministic mode's ordered adds
+  CHECK(fa3::backward_l2_section(c, prob) == 4);
+  prob.deterministic = false;
   c.causal = true;
   // 8 MiB a pair (Q, dO: 2 MiB each, the dQ accumulator 4 MiB): 4 pairs in 40 MiB.
   CHECK(fa3::backward_l2_section(c, prob) == 4);

@@ -153,8 +153,10 @@ struct BwdStep {
   int head, m_block;
 };
 
-// The CTA's work: K/V block n_block of (batch, kv_head), and the query blocks
-// [m_begin, num_m_blocks) of each of the group's query heads that see any of its keys.
+// The CTA's work: K/V block n_block of (batch, kv_head) (the 1-D grid's order: bwd_tile_at),
+// and the query blocks [m_begin, num_m_blocks) of each of the group's query heads that see
+// any of its keys. A deterministic CTA waits only for the K/V blocks before its own of the
+// same pair, which come earlier in that order.
 template <class Tr>
 struct BwdWork {
   int n_block, kv_head, batch, m_begin;

@@ -17,8 +17,9 @@ struct BackwardGrids {
 };
 
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
-// bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal calls, where as many
-// pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of two).
+// bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal or deterministic calls,
+// where as many pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of
+// two).
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
 // Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
