@@ -1165,3 +1165,44 @@ TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized
   prob.heads = prob.heads_kv = 3;  // never more than the pairs there are
   CHECK(fa3::backward_l2_section(c, prob) == 2);
 }
+
+TEST_CASE("backward: the launch carries the CTA order's section; too many CTAs is a sentence",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  // Args: batch 2 x 2 K/V heads = 4 pairs of 4 query heads x 100 rows (0.4 MB each): one
+  // section of all 4 for causal or deterministic calls, none for the others.
+  for (int causal : {0, 1})
+    for (int deterministic : {0, 1}) {
+      Args a;
+      a.p.causal = causal;
+      a.p.deterministic = deterministic;
+      fake().reset();
+      REQUIRE(a.run(fh.h) == FA3_OK);
+      CHECK(last_params().l2_section == (causal || deterministic ? 4 : 1));
+    }
+  // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
+  // tensors (0.5 TB each) 1 TB apart.
+  Args a;
+  uintptr_t at = uintptr_t{1} << 40;
+  for (fa3_tensor* t : a.all()) {
+    t->data = reinterpret_cast<void*>(at);
+    at += uintptr_t{1} << 40;
+    t->batch = 65535;
+    t->heads = 65535;
+    t->seqlen = 1;
+    t->head_dim = 64;
+    t->stride_head = 64;
+    t->stride_seq = 65535 * 64;
+    t->stride_batch = 65535 * 64;
+  }
+  a.lse = reinterpret_cast<float*>(at);
+  a.workspace = reinterpret_cast<void*>(at + (uintptr_t{1} << 40));
+  a.workspace_bytes = size_t{1} << 50;  // any size that passes, then the exact one
+  a.workspace_bytes = workspace_of(a);
+  fake().reset();
+  CHECK(a.run(fh.h) == FA3_ERR_UNSUPPORTED);
+  CHECK(std::string(fa3_last_error()) ==
+        "k->batch * k->heads * ceil(k->seqlen / 128) (4294836225) must stay below 2^31 for "
+        "fa3_backward (a CTA each)");
+  CHECK(fake().count("cuLaunchKernelEx") == 0);
+}

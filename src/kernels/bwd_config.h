@@ -165,11 +165,10 @@ struct DqAccumLayout {
 // Causal and deterministic calls take wider sections (the runtime sizes them so that a
 // section's Q, dO and dQ accumulator stay in L2). Causal, block 0 is the longest (it sees
 // every query block), so the long CTAs start first and near together, and the last wave is
-// short ones; deterministic, fewer of a pair's blocks start together, so the chain of their
-// ordered adds fills in fewer links. One pair after the
-// other, the last pair's block 0 starts near the end and runs alone (a list-scheduling model
-// of d128 causal 1k-8k on 132 SMs: 5-7% longer than the sum of the work allows, against 0-2%
-// with sections).
+// short ones; one pair after the other, the last pair's block 0 would start near the end and
+// run alone (a list-scheduling model of d128 causal 1k-8k on 132 SMs: 5-7% longer than the
+// sum of the work allows, against 0-2% with sections). Deterministic, fewer of a pair's
+// blocks start together, so the chain of their ordered adds fills in fewer links.
 struct BwdTile {
   int n_block, kv_head, batch;
 };
