@@ -193,31 +193,16 @@ struct BwdNameParse {
 constexpr BwdNameParse parse_bwd_name(const char* name) {
   using namespace fwd_names_detail;
   BwdNameParse r;
-  int pos = 0;
-  if (starts_with(name, "fa3_bwd_f16")) {
-    r.config.dtype = DType::F16;
-    pos = 11;
-  } else if (starts_with(name, "fa3_bwd_bf16")) {
-    r.config.dtype = DType::BF16;
-    pos = 12;
-  } else {
-    r.error = "a backward kernel name starts with fa3_bwd_f16 or fa3_bwd_bf16";
+  // The forward's start (fwd_names.h): the dtype, then d, m, n, s, w.
+  const NameHead head =
+      parse_name_head(name, "fa3_bwd_f16", "fa3_bwd_bf16",
+                      "a backward kernel name starts with fa3_bwd_f16 or fa3_bwd_bf16");
+  if (head.error != nullptr) {
+    r.error = head.error;
     return r;
   }
-  // The forward's numbers, in its order (fwd_names.h): d, m, n, s, w.
-  int numbers[kFwdNumberCount] = {};
-  for (int i = 0; i < kFwdNumberCount; ++i) {
-    numbers[i] = number_at(name, &pos, kFwdNumbers[i].prefix);
-    if (numbers[i] < 0) {
-      r.error = "the dtype is followed by _d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<warpgroups>";
-      return r;
-    }
-  }
-  r.config.head_dim = numbers[0];
-  r.config.block_m = numbers[1];
-  r.config.block_n = numbers[2];
-  r.config.stages = numbers[3];
-  r.config.consumer_warpgroups = numbers[4];
+  set_head_fields(r.config, head);
+  int pos = head.pos;
   if (spells_at(name, pos, "kvh")) {
     r.config.kv_split = KvSplit::HeadDim;
     pos += 4;

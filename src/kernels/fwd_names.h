@@ -259,6 +259,48 @@ constexpr bool starts_with(const char* s, const char* prefix) {
     if (s[i] != prefix[i]) return false;
   return true;
 }
+// The start every kernel name shares, forward and backward: <f16> or <bf16> (the family's
+// prefixes, e.g. fa3_fwd_f16), then _d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<warpgroups>
+// (kFwdNumbers' order). error is nullptr when it parsed, else the rule the name breaks; pos is
+// where the family's own tokens begin.
+struct NameHead {
+  DType dtype = DType::BF16;
+  int numbers[kFwdNumberCount] = {};
+  int pos = 0;
+  const char* error = nullptr;
+};
+constexpr NameHead parse_name_head(const char* name, const char* f16, const char* bf16,
+                                   const char* prefix_rule) {
+  NameHead h;
+  if (starts_with(name, f16)) {
+    h.dtype = DType::F16;
+    h.pos = length(f16);
+  } else if (starts_with(name, bf16)) {
+    h.dtype = DType::BF16;
+    h.pos = length(bf16);
+  } else {
+    h.error = prefix_rule;
+    return h;
+  }
+  for (int i = 0; i < kFwdNumberCount; ++i) {
+    h.numbers[i] = number_at(name, &h.pos, kFwdNumbers[i].prefix);
+    if (h.numbers[i] < 0) {
+      h.error = "the dtype is followed by _d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<warpgroups>";
+      return h;
+    }
+  }
+  return h;
+}
+// The head's fields into a FwdConfig or BwdConfig (the fields both have).
+template <class Config>
+constexpr void set_head_fields(Config& c, const NameHead& h) {
+  c.dtype = h.dtype;
+  c.head_dim = h.numbers[0];
+  c.block_m = h.numbers[1];
+  c.block_n = h.numbers[2];
+  c.stages = h.numbers[3];
+  c.consumer_warpgroups = h.numbers[4];
+}
 }  // namespace fwd_names_detail
 
 struct FwdNameParse {
@@ -271,30 +313,15 @@ struct FwdNameParse {
 constexpr FwdNameParse parse_fwd_name(const char* name) {
   using namespace fwd_names_detail;
   FwdNameParse r;
-  int pos = 0;
-  if (starts_with(name, "fa3_fwd_f16")) {
-    r.config.dtype = DType::F16;
-    pos = 11;
-  } else if (starts_with(name, "fa3_fwd_bf16")) {
-    r.config.dtype = DType::BF16;
-    pos = 12;
-  } else {
-    r.error = "a forward kernel name starts with fa3_fwd_f16 or fa3_fwd_bf16";
+  const NameHead head =
+      parse_name_head(name, "fa3_fwd_f16", "fa3_fwd_bf16",
+                      "a forward kernel name starts with fa3_fwd_f16 or fa3_fwd_bf16");
+  if (head.error != nullptr) {
+    r.error = head.error;
     return r;
   }
-  int numbers[kFwdNumberCount] = {};
-  for (int i = 0; i < kFwdNumberCount; ++i) {
-    numbers[i] = number_at(name, &pos, kFwdNumbers[i].prefix);
-    if (numbers[i] < 0) {
-      r.error = "the dtype is followed by _d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<warpgroups>";
-      return r;
-    }
-  }
-  r.config.head_dim = numbers[0];
-  r.config.block_m = numbers[1];
-  r.config.block_n = numbers[2];
-  r.config.stages = numbers[3];
-  r.config.consumer_warpgroups = numbers[4];
+  set_head_fields(r.config, head);
+  int pos = head.pos;
   for (int f = 0; f < kFwdOptionCount; ++f) {
     const FwdOption& o = kFwdOptions[f];
     int best = 0, best_length = -1;  // the default, spelled by nothing
