@@ -30,6 +30,7 @@
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/tuning_table.h"
+#include "support/fake_cuda_client.h"
 #include "tile/fragment_order.h"
 
 namespace {
@@ -304,56 +305,7 @@ std::string expected_message(const Rule& rule) {
   return rule.message;
 }
 
-// ---- the fake driver (test/fake_cuda), resolved from the library libfa3 loads ---------------
-
-struct FakeCuda {
-  void (*reset)();
-  void (*fail)(const char*, int);
-  void (*log)(char*, size_t);
-  size_t (*allocated_bytes)(int);
-  int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
-
-  std::string calls() const {
-    std::vector<char> buf(1 << 16);
-    log(buf.data(), buf.size());
-    return buf.data();
-  }
-  size_t count(const std::string& call) const {
-    const std::string log_text = calls();
-    size_t n = 0;
-    for (size_t pos = log_text.find(call + ";"); pos != std::string::npos;
-         pos = log_text.find(call + ";", pos + 1))
-      ++n;
-    return n;
-  }
-};
-
-std::string fake_library_path() {
-  char exe[PATH_MAX] = {};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  const std::string path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/x");
-  return path.substr(0, path.rfind('/')) + "/libfakecuda.so";
-}
-
-FakeCuda& fake() {
-  static FakeCuda f = [] {
-    const std::string path = fake_library_path();
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    INFO("dlopen " << path << ": " << (lib ? "" : dlerror()));
-    REQUIRE(lib != nullptr);
-    FakeCuda c;
-    c.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_cuda_reset"));
-    c.fail = reinterpret_cast<void (*)(const char*, int)>(dlsym(lib, "fake_cuda_fail"));
-    c.log = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_log"));
-    c.allocated_bytes = reinterpret_cast<size_t (*)(int)>(dlsym(lib, "fake_cuda_allocated_bytes"));
-    c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
-        dlsym(lib, "fake_cuda_last_launch"));
-    REQUIRE(c.allocated_bytes != nullptr);
-    REQUIRE(c.last_launch != nullptr);
-    return c;
-  }();
-  return f;
-}
+// ---- the fake driver (test/fake_cuda; its controls: support/fake_cuda_client.h) -------------
 
 // A handle on the fake driver for one test; the driver's log starts empty after its creation.
 struct FakeHandle {

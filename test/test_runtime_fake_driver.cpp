@@ -21,58 +21,9 @@
 #include "kernels/fwd_params.h"
 #include "runtime/forward_launch.h"
 #include "runtime/kernel_registry.h"
+#include "support/fake_cuda_client.h"
 
 namespace {
-
-// The fake driver's controls, resolved from the same library libfa3 loads.
-struct FakeCuda {
-  void (*reset)();
-  void (*fail)(const char*, int);
-  void (*set_device)(int, int, int);
-  void (*make_current)(int);
-  int (*current_is_primary)();
-  void (*log)(char*, size_t);
-  int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
-
-  std::string calls() const {
-    std::vector<char> buf(1 << 16);
-    log(buf.data(), buf.size());
-    return buf.data();
-  }
-  static size_t count(const std::string& log, const std::string& call) {
-    size_t n = 0;
-    for (size_t pos = log.find(call + ";"); pos != std::string::npos; pos = log.find(call + ";", pos + 1)) ++n;
-    return n;
-  }
-};
-
-std::string fake_library_path() {
-  char exe[PATH_MAX] = {};
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  std::string dir = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/x");
-  return dir.substr(0, dir.rfind('/')) + "/libfakecuda.so";
-}
-
-FakeCuda& fake() {
-  static FakeCuda f = [] {
-    const std::string path = fake_library_path();
-    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    INFO("dlopen " << path << ": " << (lib ? "" : dlerror()));
-    REQUIRE(lib != nullptr);
-    FakeCuda c;
-    c.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_cuda_reset"));
-    c.fail = reinterpret_cast<void (*)(const char*, int)>(dlsym(lib, "fake_cuda_fail"));
-    c.set_device = reinterpret_cast<void (*)(int, int, int)>(dlsym(lib, "fake_cuda_set_device"));
-    c.make_current = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_make_current"));
-    c.current_is_primary = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_current_is_primary"));
-    c.log = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_log"));
-    c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
-        dlsym(lib, "fake_cuda_last_launch"));
-    REQUIRE(c.last_launch != nullptr);
-    return c;
-  }();
-  return f;
-}
 
 // Points libfa3 at the fake driver for one test and resets it.
 struct UseFakeDriver {

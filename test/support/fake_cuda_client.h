@@ -1,0 +1,71 @@
+// The CPU tests' handle on the fake CUDA driver (test/fake_cuda): its controls, resolved with
+// dlsym from the same libfakecuda.so that libfa3 loads through $FA3_LIBCUDA. Header-only (it
+// uses Catch's REQUIRE), for the test files that drive the runtime against the fake.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <string>
+#include <vector>
+
+struct FakeCuda {
+  void (*reset)();
+  void (*fail)(const char*, int);
+  void (*set_device)(int, int, int);
+  void (*make_current)(int);
+  int (*current_is_primary)();
+  void (*log)(char*, size_t);
+  size_t (*allocated_bytes)(int);
+  int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
+
+  // The driver calls so far, each "name;".
+  std::string calls() const {
+    std::vector<char> buf(1 << 16);
+    log(buf.data(), buf.size());
+    return buf.data();
+  }
+  // How often `call` appears in `log` (a calls() text), or in the calls so far.
+  static size_t count(const std::string& log, const std::string& call) {
+    size_t n = 0;
+    for (size_t pos = log.find(call + ";"); pos != std::string::npos;
+         pos = log.find(call + ";", pos + 1))
+      ++n;
+    return n;
+  }
+  size_t count(const std::string& call) const { return count(calls(), call); }
+};
+
+// libfakecuda.so next to the test binary.
+inline std::string fake_library_path() {
+  char exe[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  const std::string path = n > 0 ? std::string(exe, static_cast<size_t>(n)) : std::string("build/x");
+  return path.substr(0, path.rfind('/')) + "/libfakecuda.so";
+}
+
+inline FakeCuda& fake() {
+  static FakeCuda f = [] {
+    const std::string path = fake_library_path();
+    void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    INFO("dlopen " << path << ": " << (lib ? "" : dlerror()));
+    REQUIRE(lib != nullptr);
+    FakeCuda c;
+    c.reset = reinterpret_cast<void (*)()>(dlsym(lib, "fake_cuda_reset"));
+    c.fail = reinterpret_cast<void (*)(const char*, int)>(dlsym(lib, "fake_cuda_fail"));
+    c.set_device = reinterpret_cast<void (*)(int, int, int)>(dlsym(lib, "fake_cuda_set_device"));
+    c.make_current = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_make_current"));
+    c.current_is_primary = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_current_is_primary"));
+    c.log = reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_log"));
+    c.allocated_bytes = reinterpret_cast<size_t (*)(int)>(dlsym(lib, "fake_cuda_allocated_bytes"));
+    c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
+        dlsym(lib, "fake_cuda_last_launch"));
+    REQUIRE(c.allocated_bytes != nullptr);
+    REQUIRE(c.last_launch != nullptr);
+    return c;
+  }();
+  return f;
+}
