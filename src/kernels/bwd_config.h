@@ -75,6 +75,9 @@ struct BwdConfig {
 // Shared memory a backward CTA may use (as the forward's).
 constexpr uint32_t kBwdSmemLimit = kFwdSmemLimit;
 
+// Threads of a CTA of the preprocess (_pre) and the postprocess (_post) kernels.
+constexpr int kBwdAuxThreads = 128;
+
 // Shared-memory plan of a backward CTA, in bytes from a 1024-byte aligned base. 16-bit tiles
 // are head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle (TMA and wgmma).
 struct BwdSmemLayout {

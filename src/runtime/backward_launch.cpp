@@ -129,10 +129,10 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
     const char* what;
   };
   const Step steps[3] = {
-      {functions.pre, grids.pre, 128, 0, "_pre"},
+      {functions.pre, grids.pre, kBwdAuxThreads, 0, "_pre"},
       {functions.main, grids.main, static_cast<unsigned>(kernel.bwd.threads()),
        BwdSmemLayout::of(kernel.bwd).total_bytes, ""},
-      {functions.post, grids.post, 128, 0, "_post"},
+      {functions.post, grids.post, kBwdAuxThreads, 0, "_post"},
   };
   for (const Step& s : steps) {
     CUlaunchConfig config;
