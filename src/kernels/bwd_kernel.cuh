@@ -5,7 +5,8 @@
 // of every query head of the K/V head's group (GQA/MQA: the group's sum needs no atomics and
 // no copy of K/V); at the end they go out through K_j's and V_j's tiles by TMA stores.
 //   warpgroup 0, warp 0   the producer: K_j and V_j, then Q_i, dO_i (TMA) and LSE_i, D_i (bulk
-//                         copies) of each step into an s-stage pipeline (lines 4-12)
+//                         copies) of each step into an s-stage pipeline (lines 4-12); with
+//                         one stage, dO_i and D_i on a barrier of their own (split_qdo_barriers)
 //   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
 //                         of the workspace with bulk reduce-adds from shared memory, one per
 //                         warpgroup's part (line 33); in deterministic mode after the K/V
@@ -77,6 +78,7 @@ struct BwdTraits {
   static constexpr int kDsStages = kCfg.ds_stages();
   static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr int kDqRows = kCfg.dq_rows();
+  static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
@@ -105,7 +107,7 @@ struct BwdTraits {
 template <class Tr>
 struct BwdSmem {
   uint32_t k, v, q, dout, stats, ds, p_t, dq;
-  uint32_t kv_full, dq_full, dq_empty;
+  uint32_t kv_full, dq_full, dq_empty, do_full;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
   __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
@@ -122,6 +124,11 @@ struct BwdSmem {
     pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
     dq_full = bars + 8 + 16 * Tr::kStages;
     dq_empty = dq_full + 8 * Tr::kConsumers;
+    do_full = dq_empty + 8 * Tr::kConsumers;
+  }
+  // The barrier dO_i and D_i of stage s land on: their own (kSplitQdo), else the stage's full.
+  __device__ __forceinline__ uint32_t do_full_bar(uint32_t s) const {
+    return Tr::kSplitQdo ? do_full + 8 * s : pipe.full(s);
   }
   __device__ __forceinline__ uint32_t q_stage(uint32_t s) const { return q + s * Tr::QTile::kBytes; }
   __device__ __forceinline__ uint32_t do_stage(uint32_t s) const {
@@ -202,6 +209,31 @@ struct BwdWork {
   }
 };
 
+// A step's loads with kSplitQdo: Q_i and LSE_i on the stage's full barrier first, then dO_i
+// and D_i on their own, so that the consumers' S^T GEMM starts while dO_i still loads.
+template <class Tr>
+__device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                                    const BwdWork<Tr>& w,
+                                                    const tile::PipelineState<Tr::kStages>& st,
+                                                    int head, int m_block) {
+  constexpr uint32_t kHalfBytes = Tr::QTile::kBytes + Tr::kBlockM * 4;  // Q_i, LSE_i (dO_i, D_i)
+  const int64_t row0 =
+      (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
+  const uint32_t full = sm.pipe.producer_commit(st, kHalfBytes);
+  const uint32_t do_full = sm.do_full_bar(st.index);
+  ptx::mbarrier_arrive_expect_tx(do_full, kHalfBytes);
+  for (int c = 0; c < Tr::QTile::kChunks; ++c)
+    for (int r = 0; r < Tr::kBlockM; r += 64)  // the maps' boxes are 64 rows
+      ptx::tma_load_4d(sm.q_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_q, full,
+                       c * 64, m_block * Tr::kBlockM + r, head, w.batch);
+  ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
+  for (int c = 0; c < Tr::QTile::kChunks; ++c)
+    for (int r = 0; r < Tr::kBlockM; r += 64)
+      ptx::tma_load_4d(sm.do_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_do,
+                       do_full, c * 64, m_block * Tr::kBlockM + r, head, w.batch);
+  ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, do_full);
+}
+
 // Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
 template <class Tr>
 __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
@@ -224,19 +256,23 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     sm.pipe.producer_acquire(st);
-    const uint32_t full =
-        sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
-    for (int c = 0; c < Tr::QTile::kChunks; ++c)
-      for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
-        const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
-        const int row = m_block * Tr::kBlockM + r;
-        ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
-        ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
-      }
-    const int64_t row0 =
-        (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
-    ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
-    ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, full);
+    if constexpr (Tr::kSplitQdo) {
+      bwd_load_step_split<Tr>(p, sm, w, st, head, m_block);
+    } else {
+      const uint32_t full =
+          sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
+      for (int c = 0; c < Tr::QTile::kChunks; ++c)
+        for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
+          const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
+          const int row = m_block * Tr::kBlockM + r;
+          ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
+          ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
+        }
+      const int64_t row0 =
+          (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
+      ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
+      ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, full);
+    }
     st.advance();
   }
 }
@@ -357,7 +393,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int m_block = at.m_block;
-    sm.pipe.consumer_wait(st);  // lines 16-17
+    sm.pipe.consumer_wait(st);  // lines 16-17: Q_i, L_i (and dO_i, D_i unless kSplitQdo)
     // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
     // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
     // g. L_i is loaded before the GEMMs are issued: loaded after them, its loads queued
@@ -372,6 +408,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         s, sm.k, a_row0, sm.q_stage(st.index) + s_col0 * 128);
+    if constexpr (Tr::kSplitQdo) tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
     // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
@@ -544,6 +581,8 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
+    if (Tr::kSplitQdo)
+      for (int s = 0; s < Tr::kStages; ++s) ptx::mbarrier_init(sm.do_full_bar(s), 1);
     for (int wg = 0; wg < Tr::kConsumers; ++wg) {
       ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
       ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
