@@ -301,13 +301,7 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (p != nullptr && p->deterministic != 0 && p->deterministic != 1)
     return invalid("p->deterministic must be 0 or 1 (got " + num(p->deterministic) + ")");
   prob.deterministic = p != nullptr && p->deterministic == 1;
-  prob.dtype = q->dtype == FA3_BF16 ? DType::BF16 : DType::F16;
-  prob.head_dim = static_cast<int>(q->head_dim);
-  prob.batch = q->batch;
-  prob.seqlen_q = q->seqlen;
-  prob.seqlen_k = k->seqlen;
-  prob.heads = q->heads;
-  prob.heads_kv = k->heads;
+  set_problem_shape(*q, *k, &prob);
   *out = prob;
   return Error::ok();
 }

@@ -192,13 +192,7 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
   ForwardProblem prob;
   e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);
   if (e.failed()) return e;
-  prob.dtype = q->dtype == FA3_BF16 ? DType::BF16 : DType::F16;
-  prob.head_dim = static_cast<int>(q->head_dim);
-  prob.batch = q->batch;
-  prob.seqlen_q = q->seqlen;
-  prob.seqlen_k = k->seqlen;
-  prob.heads = q->heads;
-  prob.heads_kv = k->heads;
+  set_problem_shape(*q, *k, &prob);
   *out = prob;
   return Error::ok();
 }

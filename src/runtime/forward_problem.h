@@ -79,6 +79,17 @@ Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal
 // "<t_name>-><field> (t_value) must equal <ref_name>-><field> (ref_value)"
 Error check_same(const char* field, const char* t_name, int64_t t_value, const char* ref_name,
                  int64_t ref_value);
+// The shape fields a ForwardProblem and a BackwardProblem share, from the checked q and k.
+template <class Problem>
+void set_problem_shape(const fa3_tensor& q, const fa3_tensor& k, Problem* prob) {
+  prob->dtype = q.dtype == FA3_BF16 ? DType::BF16 : DType::F16;
+  prob->head_dim = static_cast<int>(q.head_dim);
+  prob->batch = q.batch;
+  prob->seqlen_q = q.seqlen;
+  prob->seqlen_k = k.seqlen;
+  prob->heads = q.heads;
+  prob->heads_kv = k.heads;
+}
 
 }  // namespace tensor_rules
 
