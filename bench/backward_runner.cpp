@@ -306,36 +306,13 @@ std::vector<ResultRow> BackwardRunner::run(const Problem& p, const Progress& pro
     rows.push_back(row);
     if (!fatal->ok) return rows;
   }
-  // Rounds 2..: over the kernels still timed, each round starting further down the list
-  // (Runner::time_more_rounds' order).
-  const int total = settings_.rounds;
-  for (int round = 1; round < total && !timed.empty(); ++round) {
-    const size_t start = timed.size() * static_cast<size_t>(round) / static_cast<size_t>(total);
-    std::vector<size_t> still_timed;
-    for (size_t n = 0; n < timed.size(); ++n) {
-      const size_t i = timed[(start + n) % timed.size()];
-      progress("timing round " + std::to_string(round + 1) + " of " + std::to_string(total) +
-               ": " + rows[i].config);
-      TimingStats stats;
-      std::vector<double> samples;
-      o = time_round(p, in, kernels[i], &stats, &samples);
-      if (!o.ok) {
-        rows[i].note = "timing round " + std::to_string(round + 1) + ": " + o.reason;
-        rows[i].timing.reset();
-        if (o.fatal) {
-          *fatal = o;
-          return rows;
-        }
-        continue;
-      }
-      rounds[i].push_back(std::move(samples));
-      still_timed.push_back(i);
-    }
-    std::sort(still_timed.begin(), still_timed.end());
-    timed = std::move(still_timed);
-  }
-  if (total > 1)
-    for (size_t i : timed) rows[i].timing = summarize_rounds(rounds[i]);
+  // Rounds 2..: over the kernels still timed (Runner's order).
+  auto time_once = [&](size_t i, std::vector<double>* samples) {
+    TimingStats stats;
+    return time_round(p, in, kernels[i], &stats, samples);
+  };
+  o = time_later_rounds(settings_.rounds, std::move(timed), time_once, &rounds, &rows, progress);
+  if (o.fatal) *fatal = o;
   return rows;
 }
 

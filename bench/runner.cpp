@@ -195,6 +195,37 @@ Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelC
   return o;
 }
 
+Outcome time_later_rounds(int total, std::vector<size_t> timed,
+                          const std::function<Outcome(size_t, std::vector<double>*)>& time_once,
+                          std::vector<std::vector<std::vector<double>>>* rounds,
+                          std::vector<ResultRow>* rows, const Progress& progress) {
+  for (int round = 1; round < total && !timed.empty(); ++round) {
+    const size_t start = timed.size() * static_cast<size_t>(round) / static_cast<size_t>(total);
+    std::vector<size_t> still_timed;
+    for (size_t n = 0; n < timed.size(); ++n) {
+      const size_t i = timed[(start + n) % timed.size()];
+      ResultRow& row = (*rows)[i];
+      progress("timing round " + std::to_string(round + 1) + " of " + std::to_string(total) +
+               ": " + row.config);
+      std::vector<double> samples;
+      const Outcome o = time_once(i, &samples);
+      if (!o.ok) {
+        row.note = "timing round " + std::to_string(round + 1) + ": " + o.reason;
+        row.timing.reset();
+        if (o.fatal) return o;
+        continue;
+      }
+      (*rounds)[i].push_back(std::move(samples));
+      still_timed.push_back(i);
+    }
+    std::sort(still_timed.begin(), still_timed.end());
+    timed = std::move(still_timed);
+  }
+  if (total > 1)
+    for (size_t i : timed) (*rows)[i].timing = summarize_rounds((*rounds)[i]);
+  return Outcome::success();
+}
+
 Outcome Runner::time_more_rounds(const Problem& p, const InputSets& in,
                                  const std::vector<KernelChoice>& kernels,
                                  std::vector<std::vector<std::vector<double>>>* rounds,
@@ -205,36 +236,15 @@ Outcome Runner::time_more_rounds(const Problem& p, const InputSets& in,
     // A kernel that failed its check is never picked: its first round is all it gets.
     if (row.timing && row.note.empty() && (!row.check || row.check->pass)) timed.push_back(i);
   }
-  const int total = settings_.rounds;
-  for (int round = 1; round < total && !timed.empty(); ++round) {
-    const size_t start = timed.size() * static_cast<size_t>(round) / static_cast<size_t>(total);
-    std::vector<size_t> still_timed;
-    for (size_t n = 0; n < timed.size(); ++n) {
-      const size_t i = timed[(start + n) % timed.size()];
-      ResultRow& row = (*rows)[i];
-      progress("timing round " + std::to_string(round + 1) + " of " + std::to_string(total) +
-               ": " + row.config);
-      TimingStats stats;
-      std::vector<double> samples;
-      const Outcome o = timer_.measure(
-          stream_, settings_.warmup, in.count,
-          [&](int set) { return launch_fa3(p, in.set(set), kernels[i], nullptr); }, &stats,
-          &samples);
-      if (!o.ok) {
-        row.note = "timing round " + std::to_string(round + 1) + ": " + o.reason;
-        row.timing.reset();
-        if (o.fatal) return o;
-        continue;
-      }
-      cool_down(samples);
-      (*rounds)[i].push_back(std::move(samples));
-      still_timed.push_back(i);
-    }
-    std::sort(still_timed.begin(), still_timed.end());
-    timed = std::move(still_timed);
-  }
-  for (size_t i : timed) (*rows)[i].timing = summarize_rounds((*rounds)[i]);
-  return Outcome::success();
+  auto time_once = [&](size_t i, std::vector<double>* samples) {
+    TimingStats stats;
+    const Outcome o = timer_.measure(
+        stream_, settings_.warmup, in.count,
+        [&](int set) { return launch_fa3(p, in.set(set), kernels[i], nullptr); }, &stats, samples);
+    if (o.ok) cool_down(*samples);
+    return o;
+  };
+  return time_later_rounds(settings_.rounds, std::move(timed), time_once, rounds, rows, progress);
 }
 
 BaselineResult Runner::measure_baseline(const Problem& p, const InputSets& in,

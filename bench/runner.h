@@ -57,6 +57,18 @@ fa3_tensor make_tensor(const void* data, const Problem& p, int64_t seqlen, int64
 // Tells the user what the runner is doing now ("timing fa3_fwd_...").
 using Progress = std::function<void(const std::string& stage)>;
 
+// Rounds 2..total of a timing in rounds (RunnerSettings::rounds), for the forward's Runner
+// and the BackwardRunner: over the rows `timed` (indices, ascending) that round 1 timed,
+// each round starting further down the list, so that no kernel always runs first.
+// time_once(i, &samples) times row i once (its samples in ms). A row whose round fails gets
+// the failure as its note, no timing, and leaves the rounds; a fatal failure ends them and
+// is returned. rounds[i] holds row i's samples per round; each row still timed at the end
+// gets their summary (summarize_rounds) as its timing.
+Outcome time_later_rounds(int total, std::vector<size_t> timed,
+                          const std::function<Outcome(size_t, std::vector<double>*)>& time_once,
+                          std::vector<std::vector<std::vector<double>>>* rounds,
+                          std::vector<ResultRow>* rows, const Progress& progress);
+
 // Device pointers of the input sets of one problem: set s holds Q, K, V (identical
 // contents in every set) and its own O.
 struct InputSets {
