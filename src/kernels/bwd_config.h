@@ -67,9 +67,10 @@ struct BwdConfig {
   constexpr int dq_cols() const {
     return dq_split == DqSplit::HeadDim ? head_dim / consumer_warpgroups : head_dim;
   }
-  // Whether Q_i and dO_i land on barriers of their own, so that S^T's GEMM starts once Q_i
-  // is in, while dO_i still loads: with one stage (head dim 256) the next step's loads start
-  // only when this step's GEMMs release the stage.
+  // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
+  // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
+  // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
+  // start only when this step's GEMMs release the stage.
   constexpr bool split_qdo_barriers() const { return stages == 1; }
   constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
   constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
@@ -95,10 +96,10 @@ struct BwdSmemLayout {
   uint32_t total_bytes;
 
   static constexpr uint32_t barrier_count(const BwdConfig& c) {
-    // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s]; dq_full[warpgroup],
-    // dq_empty[warpgroup]; split_qdo_barriers: do_full[s] (dO_i, D_i)
+    // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
+    // dq_full[warpgroup], dq_empty[warpgroup]; split_qdo_barriers: do_full[s], do_empty[s]
     return 1u + 2u * c.stages + 2u * c.consumer_warpgroups +
-           (c.split_qdo_barriers() ? static_cast<uint32_t>(c.stages) : 0u);
+           (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u);
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {

@@ -107,7 +107,7 @@ struct BwdTraits {
 template <class Tr>
 struct BwdSmem {
   uint32_t k, v, q, dout, stats, ds, p_t, dq;
-  uint32_t kv_full, dq_full, dq_empty, do_full;
+  uint32_t kv_full, dq_full, dq_empty, do_full, do_empty;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
   __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
@@ -125,11 +125,15 @@ struct BwdSmem {
     dq_full = bars + 8 + 16 * Tr::kStages;
     dq_empty = dq_full + 8 * Tr::kConsumers;
     do_full = dq_empty + 8 * Tr::kConsumers;
+    do_empty = do_full + 8 * Tr::kStages;
   }
   // The barrier dO_i and D_i of stage s land on: their own (kSplitQdo), else the stage's full.
   __device__ __forceinline__ uint32_t do_full_bar(uint32_t s) const {
     return Tr::kSplitQdo ? do_full + 8 * s : pipe.full(s);
   }
+  // kSplitQdo: the barrier the consumers release dO_i and D_i of stage s on (Q_i and LSE_i:
+  // the stage's empty).
+  __device__ __forceinline__ uint32_t do_empty_bar(uint32_t s) const { return do_empty + 8 * s; }
   __device__ __forceinline__ uint32_t q_stage(uint32_t s) const { return q + s * Tr::QTile::kBytes; }
   __device__ __forceinline__ uint32_t do_stage(uint32_t s) const {
     return dout + s * Tr::QTile::kBytes;
@@ -209,8 +213,9 @@ struct BwdWork {
   }
 };
 
-// A step's loads with kSplitQdo: Q_i and LSE_i on the stage's full barrier first, then dO_i
-// and D_i on their own, so that the consumers' S^T GEMM starts while dO_i still loads.
+// A step's loads with kSplitQdo (the stage's empty barrier passed: Q_i and LSE_i are free):
+// Q_i and LSE_i on the stage's full barrier first, then, once the consumers released them,
+// dO_i and D_i on their own, so that the consumers' S^T GEMM starts while dO_i still loads.
 template <class Tr>
 __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                     const BwdWork<Tr>& w,
@@ -220,13 +225,14 @@ __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const Bw
   const int64_t row0 =
       (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
   const uint32_t full = sm.pipe.producer_commit(st, kHalfBytes);
-  const uint32_t do_full = sm.do_full_bar(st.index);
-  ptx::mbarrier_arrive_expect_tx(do_full, kHalfBytes);
   for (int c = 0; c < Tr::QTile::kChunks; ++c)
     for (int r = 0; r < Tr::kBlockM; r += 64)  // the maps' boxes are 64 rows
       ptx::tma_load_4d(sm.q_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_q, full,
                        c * 64, m_block * Tr::kBlockM + r, head, w.batch);
   ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
+  tile::mbarrier_wait_idle(sm.do_empty_bar(st.index), st.phase ^ 1);  // as producer_acquire
+  const uint32_t do_full = sm.do_full_bar(st.index);
+  ptx::mbarrier_arrive_expect_tx(do_full, kHalfBytes);
   for (int c = 0; c < Tr::QTile::kChunks; ++c)
     for (int r = 0; r < Tr::kBlockM; r += 64)
       ptx::tma_load_4d(sm.do_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_do,
@@ -473,19 +479,40 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // stage, which is released as soon as they complete, so that the next step's loads
       // overlap the dQ GEMM and its store.
       const uint32_t slice = (kv_col0 / 64) * Tr::QTile::kChunkBytes;
-      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-          dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
-      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-          dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
-      // Line 26: its 128 columns of dQ_i = dS K_j.
       float dq[Tr::kDqAcc];
-      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
-          dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
-      ptx::wgmma_wait_group<1>();  // dV and dK
-      tile::pin_registers(dv);
-      tile::pin_registers(dk);
-      // Every thread arrives after its own reads of L_i and D_i (see below).
-      sm.pipe.consumer_release(st);
+      if constexpr (Tr::kSplitQdo) {
+        // dK's GEMM first: Q_i (and LSE_i) are free once it completes, and the next step's
+        // Q_i, which its first GEMM needs, loads while dV's and dQ's run.
+        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+            dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
+        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+            dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
+        // Line 26: its 128 columns of dQ_i = dS K_j.
+        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+            dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes,
+            tile::Accumulate::No);
+        ptx::wgmma_wait_group<2>();  // dK
+        tile::pin_registers(dk);
+        // Every thread arrives after its own reads of L_i (and below, of D_i).
+        sm.pipe.consumer_release(st);
+        ptx::wgmma_wait_group<1>();  // dV
+        tile::pin_registers(dv);
+        ptx::mbarrier_arrive(sm.do_empty_bar(st.index));
+      } else {
+        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+            dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
+        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+            dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
+        // Line 26: its 128 columns of dQ_i = dS K_j.
+        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+            dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes,
+            tile::Accumulate::No);
+        ptx::wgmma_wait_group<1>();  // dV and dK
+        tile::pin_registers(dv);
+        tile::pin_registers(dk);
+        // Every thread arrives after its own reads of L_i and D_i (see below).
+        sm.pipe.consumer_release(st);
+      }
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dq);
       tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
@@ -582,7 +609,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
     if (Tr::kSplitQdo)
-      for (int s = 0; s < Tr::kStages; ++s) ptx::mbarrier_init(sm.do_full_bar(s), 1);
+      for (int s = 0; s < Tr::kStages; ++s) {
+        ptx::mbarrier_init(sm.do_full_bar(s), 1);
+        ptx::mbarrier_init(sm.do_empty_bar(s), 128 * Tr::kConsumers);
+      }
     for (int wg = 0; wg < Tr::kConsumers; ++wg) {
       ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
       ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
