@@ -474,45 +474,27 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     else
       ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
     if constexpr (Tr::kKvSplitHeadDim) {
-      // _kvh: lines 23-24 first, dV_j += P^T dO_i and dK_j += dS^T Q_i with both warpgroups'
-      // P^T and dS^T from shared memory: they are the last readers of the (single) Q/dO
-      // stage, which is released as soon as they complete, so that the next step's loads
-      // overlap the dQ GEMM and its store.
+      // _kvh: lines 24 and 23 first, dK_j += dS^T Q_i and dV_j += P^T dO_i with both
+      // warpgroups' dS^T and P^T from shared memory: they are the last readers of Q_i and
+      // dO_i (one stage), each released as soon as its GEMM completes, dK's first: the next
+      // step's first GEMM needs Q_i, which then loads while dV's and dQ's GEMMs run.
       const uint32_t slice = (kv_col0 / 64) * Tr::QTile::kChunkBytes;
       float dq[Tr::kDqAcc];
-      if constexpr (Tr::kSplitQdo) {
-        // dK's GEMM first: Q_i (and LSE_i) are free once it completes, and the next step's
-        // Q_i, which its first GEMM needs, loads while dV's and dQ's run.
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
-        // Line 26: its 128 columns of dQ_i = dS K_j.
-        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
-            dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes,
-            tile::Accumulate::No);
-        ptx::wgmma_wait_group<2>();  // dK
-        tile::pin_registers(dk);
-        // Every thread arrives after its own reads of L_i (and below, of D_i).
-        sm.pipe.consumer_release(st);
-        ptx::wgmma_wait_group<1>();  // dV
-        tile::pin_registers(dv);
-        ptx::mbarrier_arrive(sm.do_empty_bar(st.index));
-      } else {
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
-        tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
-            dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
-        // Line 26: its 128 columns of dQ_i = dS K_j.
-        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
-            dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes,
-            tile::Accumulate::No);
-        ptx::wgmma_wait_group<1>();  // dV and dK
-        tile::pin_registers(dv);
-        tile::pin_registers(dk);
-        // Every thread arrives after its own reads of L_i and D_i (see below).
-        sm.pipe.consumer_release(st);
-      }
+      static_assert(Tr::kSplitQdo, "_kvh tiles leave room for one stage: Q_i, dO_i apart");
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
+      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+          dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
+      // Line 26: its 128 columns of dQ_i = dS K_j.
+      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+          dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
+      ptx::wgmma_wait_group<2>();  // dK
+      tile::pin_registers(dk);
+      // Every thread arrives after its own reads of L_i (and below, of D_i).
+      sm.pipe.consumer_release(st);
+      ptx::wgmma_wait_group<1>();  // dV
+      tile::pin_registers(dv);
+      ptx::mbarrier_arrive(sm.do_empty_bar(st.index));
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dq);
       tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
