@@ -73,6 +73,8 @@ enum class Layout {
   HeadsMajor,  // every tensor stored (B, H, S, D) and viewed as (B, S, H, D)
   // q, k, v, o, dout contiguous; dq, dk, dv with rows padded by 2 elements and 4 bytes into
   // their buffers: not TMA-aligned, so the kernels' dK/dV epilogue takes its 4-byte stores.
+  // The backward reads a copy of the forward's O laid out the same way (o is no TMA tensor
+  // of the backward: the preprocess reads it in 4-byte pairs where it is not 16-byte aligned).
   PaddedOutputs,
 };
 
@@ -322,6 +324,24 @@ class Runner {
     if (s != FA3_OK) {
       r.error = std::string("fa3_forward: ") + fa3_status_string(s) + ": " + fa3_last_error();
       return r;
+    }
+    DeviceBuffer padded_o;
+    if (c.layout == Layout::PaddedOutputs) {
+      // Rows of D elements, (b, s, h) major, into rows of D + 2 starting 2 elements (4 bytes)
+      // into the buffer; the contiguous O is poisoned afterwards, so that a read of it shows.
+      const int64_t rows = c.batch * c.seqlen_q * c.heads;
+      padded_o = DeviceBuffer(static_cast<size_t>(2 + rows * (D + 2)) * 2);
+      padded_o.poison();
+      uint16_t* dst = static_cast<uint16_t*>(padded_o.get()) + 2;
+      cuda_check(cudaMemcpy2D(dst, static_cast<size_t>(D + 2) * 2, x[kO].data,
+                              static_cast<size_t>(D) * 2, static_cast<size_t>(D) * 2,
+                              static_cast<size_t>(rows), cudaMemcpyDeviceToDevice),
+                 "copying O into a padded layout");
+      buffers[static_cast<size_t>(plan.at[kO].buffer)].poison();
+      x[kO].data = dst;
+      x[kO].stride_head = D + 2;
+      x[kO].stride_seq = c.heads * (D + 2);
+      x[kO].stride_batch = c.seqlen_q * c.heads * (D + 2);
     }
     DeviceBuffer workspace;
     size_t workspace_bytes = 0;
