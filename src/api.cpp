@@ -20,6 +20,13 @@ namespace {
 
 fa3_status fail(const Error& e) { return fa3::set_last_error(e); }
 
+// A *_with_kernel call's kernel_name that names no compiled kernel.
+Error not_compiled(const char* kernel_name) {
+  return make_error(FA3_ERR_UNSUPPORTED,
+                    std::string("kernel_name '") + kernel_name +
+                        "' is not a kernel compiled into this library (fa3_kernel_name lists them)");
+}
+
 fa3_status fail(fa3_status status, const std::string& message) {
   return fa3::set_last_error(make_error(status, message));
 }
@@ -135,14 +142,11 @@ fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name, const
     Error e = check_call(h, q, k, v, o, lse, p, &prob);
     if (e.failed()) return fail(e);
     const fa3::KernelInfo* kernel = fa3::find_compiled_kernel(kernel_name);
-    if (!kernel)
-      return fail(FA3_ERR_UNSUPPORTED, std::string("kernel_name '") + kernel_name +
-                                           "' is not a kernel compiled into this library (fa3_kernel_name lists them)");
+    if (!kernel) return fail(not_compiled(kernel_name));
     if (kernel->direction != fa3::Direction::Forward || !fa3::fwd_config_fits(kernel->fwd, prob))
       return fail(FA3_ERR_UNSUPPORTED,
                   std::string("kernel ") + kernel_name + " does not fit this problem (" +
-                      fa3::dtype_name(prob.dtype) + ", head_dim " + std::to_string(prob.head_dim) +
-                      (prob.causal ? ", causal" : ", not causal") + ")");
+                      fa3::problem_text(prob) + ")");
     e = forward_with(h, *kernel, prob, q, k, v, o, lse, stream);
     return e.failed() ? fail(e) : FA3_OK;
   });
@@ -156,14 +160,12 @@ namespace {
 Error named_backward_kernel(const char* kernel_name, const fa3::BackwardProblem& prob,
                             const fa3::KernelInfo** out) {
   const fa3::KernelInfo* kernel = fa3::find_any_compiled_kernel(kernel_name);
-  if (!kernel)
-    return make_error(FA3_ERR_UNSUPPORTED, std::string("kernel_name '") + kernel_name +
-                                               "' is not a kernel compiled into this library (fa3_kernel_name lists them)");
+  if (!kernel) return not_compiled(kernel_name);
   if (kernel->direction != fa3::Direction::Backward || !fa3::bwd_config_fits(kernel->bwd, prob))
     return make_error(FA3_ERR_UNSUPPORTED,
-                      std::string("kernel ") + kernel_name + " is not a backward kernel that fits this problem (" +
-                          fa3::dtype_name(prob.dtype) + ", head_dim " + std::to_string(prob.head_dim) +
-                          (prob.causal ? ", causal" : ", not causal") + ")");
+                      std::string("kernel ") + kernel_name +
+                          " is not a backward kernel that fits this problem (" +
+                          fa3::problem_text(prob) + ")");
   *out = kernel;
   return Error::ok();
 }

@@ -246,9 +246,7 @@ Error select_backward_kernel(const std::vector<KernelInfo>& kernels, const Backw
       return Error::ok();
     }
   return make_error(FA3_ERR_UNSUPPORTED,
-                    std::string("no backward kernel for this problem (") + dtype_name(prob.dtype) +
-                        ", head_dim " + std::to_string(prob.head_dim) +
-                        (prob.causal ? ", causal" : ", not causal") +
+                    "no backward kernel for this problem (" + problem_text(prob) +
                         ") is compiled into this library");
 }
 

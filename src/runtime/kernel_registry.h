@@ -58,6 +58,13 @@ std::vector<NamePart> explain_fwd_kernel_name(const std::string& name);
 std::string fwd_option_value_word(const FwdConfig& c, const FwdOption& o);
 
 const char* dtype_name(DType d);  // "f16" / "bf16"
+// "bf16, head_dim 128, causal": a problem (ForwardProblem, BackwardProblem) in the sentences
+// that say no kernel fits it.
+template <class Problem>
+std::string problem_text(const Problem& p) {
+  return std::string(dtype_name(p.dtype)) + ", head_dim " + std::to_string(p.head_dim) +
+         (p.causal ? ", causal" : ", not causal");
+}
 
 // The registry as markdown: the name's grammar, its numbers, and every option's spellings with
 // their `config` values, meanings and lab-only marks. docs/tuning_table.md embeds it and
