@@ -350,6 +350,19 @@ __device__ __forceinline__ void load_column_pairs(float2 (&v)[sizeof...(G)], uin
   ((v[G] = ptx::ld_shared_v2_f32<32 * G>(addr)), ...);
 }
 
+// Calls f(e, h, value) for each of a thread's S^T (or dP^T) accumulators e = 4 g + 2 h + j
+// (row half h) with its query column's value of L_i or D_i: the pairs of columns 8 g + j
+// are stat[g] (load_column_pairs).
+template <int kColGroups, class F>
+__device__ __forceinline__ void for_each_column_value(const float2 (&stat)[kColGroups], F&& f) {
+#pragma unroll
+  for (int g = 0; g < kColGroups; ++g)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) f(4 * g + 2 * h + j, h, j == 0 ? stat[g].x : stat[g].y);
+}
+
 // Which elements of S^T a step masks: whole rows (keys past seqlen_k: first_seen[h] is
 // INT32_MAX there, INT32_MIN elsewhere), or causal (col_offset(e) < first_seen[h]).
 enum class BwdMask { Keys, Causal };
@@ -361,18 +374,11 @@ template <class Tr, BwdMask Mask>
 __device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
                                                   const float2 (&stat)[Tr::kColGroups],
                                                   const int (&first_seen)[2], float scale_log2) {
-#pragma unroll
-  for (int g = 0; g < Tr::kColGroups; ++g)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int j = 0; j < 2; ++j) {
-        const int e = 4 * g + 2 * h + j;
-        const bool masked = Mask == BwdMask::Keys ? first_seen[h] > 0
-                                                  : tile::AccLayout::col_offset(e) < first_seen[h];
-        const float l = j == 0 ? stat[g].x : stat[g].y;
-        s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], scale_log2, -l));
-      }
+  for_each_column_value(stat, [&](int e, int h, float l) {
+    const bool masked = Mask == BwdMask::Keys ? first_seen[h] > 0
+                                              : tile::AccLayout::col_offset(e) < first_seen[h];
+    s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], scale_log2, -l));
+  });
 }
 
 // Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
@@ -440,15 +446,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
-#pragma unroll
-    for (int g = 0; g < Tr::kColGroups; ++g)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          const int e = 4 * g + 2 * h + j;
-          dp[e] = s[e] * (dp[e] - (j == 0 ? stat[g].x : stat[g].y));
-        }
+    for_each_column_value(stat, [&](int e, int, float d) { dp[e] = s[e] * (dp[e] - d); });
     // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
     // pairs at once would not fit with block_m 128.
     uint32_t p_frag[Tr::kSCols / 16][4], ds_frag[Tr::kSCols / 16][4];
