@@ -37,6 +37,17 @@ __device__ __forceinline__ void bulk_copy_shared_to_global(void* dst, uint32_t s
                : "memory");
 }
 
+// bulk_copy_shared_to_global with an L2 eviction policy (tma.cuh l2_policy_*) for the lines
+// it writes: the deterministic backward's first dQ part of a query block, stored rather than
+// added (no zeroed accumulator needed), kept in L2 for the next K/V blocks' adds.
+__device__ __forceinline__ void bulk_copy_shared_to_global_hinted(void* dst, uint32_t src,
+                                                                  uint32_t bytes, uint64_t policy) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::"l"(
+                   reinterpret_cast<uint64_t>(dst)),
+               "r"(src), "r"(bytes), "l"(policy)
+               : "memory");
+}
+
 // dst[i] += src[i] for the bytes / 4 floats at `src` in shared memory, each add atomic in L2
 // (no lost updates between CTAs, order unspecified). The backward's dQ: every K/V block's CTA
 // adds its partial dQ of a query block into one fp32 accumulator in the workspace (paper

@@ -21,8 +21,8 @@
 //                         256) they share the keys instead: S^T, dP^T of 32 queries each, P^T
 //                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
-// LSE in log2 units, the dQ accumulator and semaphores zeroed; line 2) and _post (dQ scaled
-// and converted; line 38).
+// LSE in log2 units, the dQ accumulator (unless deterministic) and semaphores zeroed; line 2)
+// and _post (dQ scaled and converted; line 38).
 #pragma once
 
 #include <math.h>
@@ -158,6 +158,21 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t dq_full_bar(int wg) const { return dq_full + 8 * wg; }
   __device__ __forceinline__ uint32_t dq_empty_bar(int wg) const { return dq_empty + 8 * wg; }
 };
+
+// The K/V blocks whose CTAs add to query block m_block of a head: all of them, or (causal)
+// those whose first query block (BwdWork::m_begin) is at most m_block, a prefix 0, 1, ...:
+// block n qualifies when its first key n * block_n is seen by a query below
+// (m_block + 1) * block_m, i.e. n * block_n < (m_block + 1) * block_m + seqlen_k - seqlen_q.
+// 0 for a causal block none of whose rows sees a key.
+template <class Tr>
+__device__ __forceinline__ int bwd_adders(const BwdParams& p, int m_block) {
+  if (!Tr::kCausal) return p.num_n_blocks;
+  const int64_t bound =
+      static_cast<int64_t>(m_block + 1) * Tr::kBlockM + p.seqlen_k - p.seqlen_q;
+  if (bound <= 0) return 0;
+  const int64_t n = (bound + Tr::kBlockN - 1) / Tr::kBlockN;
+  return n < p.num_n_blocks ? static_cast<int>(n) : p.num_n_blocks;
+}
 
 // One step of a CTA: query block m_block of query head `head`.
 struct BwdStep {
@@ -305,8 +320,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     if (p.deterministic) {
       semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
       // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
-      // (causal: a block's first query block never decreases with the block), so this one's
-      // turn is its index.
+      // (bwd_adders), so this one's turn is its index.
       tile::wait_counter_equals(semaphore, w.n_block);
     }
 #pragma unroll
@@ -317,8 +331,14 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
       const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
       const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
-      ptx::bulk_reduce_add_f32_hinted(block + kLayout.part_offset(row0, col0), sm.dq_part(wg),
-                                      Tr::DqStaging::kBytes, policy);
+      float* part = block + kLayout.part_offset(row0, col0);
+      // Deterministic, K/V block 0 makes a query block's first adds: it stores its parts (the
+      // key split's second part still adds onto the first), so the preprocess need not zero
+      // the accumulator.
+      if (p.deterministic && w.n_block == 0 && (Tr::kSharedDs || wg == 0))
+        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
+      else
+        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
       ptx::bulk_commit_group();
     }
     static_assert(Tr::kConsumers == 2, "the parts are freed one by one below");
@@ -636,7 +656,8 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
-// zeroed and (deterministic) the query block's counter reset. head_dim / 8 threads a row, 8
+// zeroed (deterministic: only where no K/V block adds) and (deterministic) the query block's
+// counter reset. head_dim / 8 threads a row, 8
 // elements each (16-byte loads where O and dO allow them), the loads of 8 rows a thread
 // issued before their first sum: with a warp a row, 4-byte loads and a row at a time, the
 // kernel took 78 us at d128 causal 1k against the public FA3's 65 (now 67); 16 rows a thread
@@ -704,11 +725,16 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       }
     }
   }
-  float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
-                                                          m_block * Tr::kBlockM) * Tr::kHeadDim);
+  // The dQ accumulator zeroed for the adds; deterministic calls store K/V block 0's parts
+  // instead (bwd_dq_writer), so only the blocks no K/V block adds to need zeros (causal rows
+  // that see no key: their dQ is 0).
+  if (!p.deterministic || bwd_adders<Tr>(p, m_block) == 0) {
+    float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
+                                                            m_block * Tr::kBlockM) * Tr::kHeadDim);
 #pragma unroll 8
-  for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads)
-    accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads)
+      accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
   if (p.deterministic && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
 }
 
