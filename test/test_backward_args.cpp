@@ -1118,6 +1118,44 @@ TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized
   CHECK(fa3::backward_l2_section(c, prob) == 2);
 }
 
+TEST_CASE("backward: small causal calls take the deterministic mode's ordered dQ adds",
+          "[cpu][api]") {
+  fa3::BackwardProblem prob;
+  prob.dtype = fa3::DType::BF16;
+  prob.head_dim = 128;
+  prob.batch = 32;
+  prob.heads = prob.heads_kv = 16;
+  prob.seqlen_q = prob.seqlen_k = 512;
+  fa3::BwdConfig c;
+  c.head_dim = 128;
+  c.causal = true;
+  CHECK(fa3::backward_ordered_adds(c, prob));
+  prob.seqlen_k = 513;  // both lengths at most 512
+  CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
+  prob.seqlen_k = 512;
+  prob.seqlen_q = 1024;
+  CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
+  prob.seqlen_q = 512;
+  c.causal = false;  // non-causal calls order their adds only when asked to
+  CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
+  prob.deterministic = true;
+  CHECK(fa3::backward_ordered_adds(c, prob));
+  prob.seqlen_q = prob.seqlen_k = 16384;
+  CHECK(fa3::backward_ordered_adds(c, prob));
+  // The launch carries it: Args' causal call (100 queries, 300 keys) takes it, deterministic
+  // or not.
+  FakeHandle fh;
+  for (int causal : {0, 1})
+    for (int deterministic : {0, 1}) {
+      Args a;
+      a.p.causal = causal;
+      a.p.deterministic = deterministic;
+      fake().reset();
+      REQUIRE(a.run(fh.h) == FA3_OK);
+      CHECK(last_params().deterministic == (causal || deterministic ? 1 : 0));
+    }
+}
+
 TEST_CASE("backward: the launch carries the CTA order's section; too many CTAs is a sentence",
           "[cpu][api][runtime]") {
   FakeHandle fh;

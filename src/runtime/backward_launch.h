@@ -16,6 +16,10 @@ struct BackwardGrids {
   unsigned pre[3], main[3], post[3];
 };
 
+// Whether the main kernel orders its dQ adds as the deterministic mode does (BwdParams::
+// deterministic): when asked to, and for small causal calls, where that is faster.
+bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob);
+
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
 // bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal or deterministic calls,
 // where as many pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of
