@@ -39,6 +39,8 @@ struct BwdParams {
   int32_t l2_section;  // (batch, K/V head) pairs of a section of the CTA order (bwd_tile_at)
   float scale;       // softmax_scale
   float scale_log2;  // softmax_scale * log2(e)
+  // The deterministic mode's ordered dQ adds (K/V block 0 stores, the others add in block
+  // order): deterministic calls, and small causal ones (backward_ordered_adds).
   int32_t deterministic;
   int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
 };
