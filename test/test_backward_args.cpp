@@ -1090,17 +1090,33 @@ TEST_CASE("backward: the main kernel's CTA order covers every (K/V block, pair) 
         }
 }
 
-TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized sections",
-          "[cpu][api]") {
+namespace {
+
+// A bf16 d128 backward problem of `batch` x 16 heads x seqlen (queries and keys), and the
+// config of a kernel for it, for the launch rules' tests.
+fa3::BackwardProblem d128_problem(int64_t batch, int64_t seqlen) {
   fa3::BackwardProblem prob;
   prob.dtype = fa3::DType::BF16;
   prob.head_dim = 128;
-  prob.batch = 2;
+  prob.batch = batch;
   prob.heads = prob.heads_kv = 16;
-  prob.seqlen_q = prob.seqlen_k = 8192;
+  prob.seqlen_q = prob.seqlen_k = seqlen;
+  return prob;
+}
+
+fa3::BwdConfig d128_config(bool causal) {
   fa3::BwdConfig c;
   c.head_dim = 128;
-  c.causal = false;
+  c.causal = causal;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized sections",
+          "[cpu][api]") {
+  fa3::BackwardProblem prob = d128_problem(2, 8192);
+  fa3::BwdConfig c = d128_config(false);
   CHECK(fa3::backward_l2_section(c, prob) == 1);
   prob.deterministic = true;  // sections for the deterministic mode's ordered adds
   CHECK(fa3::backward_l2_section(c, prob) == 4);
@@ -1120,15 +1136,8 @@ TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized
 
 TEST_CASE("backward: small causal calls take the deterministic mode's ordered dQ adds",
           "[cpu][api]") {
-  fa3::BackwardProblem prob;
-  prob.dtype = fa3::DType::BF16;
-  prob.head_dim = 128;
-  prob.batch = 32;
-  prob.heads = prob.heads_kv = 16;
-  prob.seqlen_q = prob.seqlen_k = 512;
-  fa3::BwdConfig c;
-  c.head_dim = 128;
-  c.causal = true;
+  fa3::BackwardProblem prob = d128_problem(32, 512);
+  fa3::BwdConfig c = d128_config(true);
   CHECK(fa3::backward_ordered_adds(c, prob));
   prob.seqlen_k = 513;  // both lengths at most 512
   CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
