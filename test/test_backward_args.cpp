@@ -1151,25 +1151,15 @@ TEST_CASE("backward: small causal calls take the deterministic mode's ordered dQ
   CHECK(fa3::backward_ordered_adds(c, prob));
   prob.seqlen_q = prob.seqlen_k = 16384;
   CHECK(fa3::backward_ordered_adds(c, prob));
-  // The launch carries it: Args' causal call (100 queries, 300 keys) takes it, deterministic
-  // or not.
-  FakeHandle fh;
-  for (int causal : {0, 1})
-    for (int deterministic : {0, 1}) {
-      Args a;
-      a.p.causal = causal;
-      a.p.deterministic = deterministic;
-      fake().reset();
-      REQUIRE(a.run(fh.h) == FA3_OK);
-      CHECK(last_params().deterministic == (causal || deterministic ? 1 : 0));
-    }
 }
 
-TEST_CASE("backward: the launch carries the CTA order's section; too many CTAs is a sentence",
+TEST_CASE("backward: the launch carries the CTA order's section and the ordered adds; too many "
+          "CTAs is a sentence",
           "[cpu][api][runtime]") {
   FakeHandle fh;
   // Args: batch 2 x 2 K/V heads = 4 pairs of 4 query heads x 100 rows (0.4 MB each): one
-  // section of all 4 for causal or deterministic calls, none for the others.
+  // section of all 4 for causal or deterministic calls, none for the others; and (100
+  // queries, 300 keys) the ordered adds for causal calls, deterministic or not.
   for (int causal : {0, 1})
     for (int deterministic : {0, 1}) {
       Args a;
@@ -1177,7 +1167,9 @@ TEST_CASE("backward: the launch carries the CTA order's section; too many CTAs i
       a.p.deterministic = deterministic;
       fake().reset();
       REQUIRE(a.run(fh.h) == FA3_OK);
-      CHECK(last_params().l2_section == (causal || deterministic ? 4 : 1));
+      const fa3::BwdParams p = last_params();
+      CHECK(p.l2_section == (causal || deterministic ? 4 : 1));
+      CHECK(p.deterministic == (causal || deterministic ? 1 : 0));
     }
   // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
   // tensors (0.5 TB each) 1 TB apart.
