@@ -1144,7 +1144,13 @@ TEST_CASE("backward: small causal calls take the deterministic mode's ordered dQ
   prob.seqlen_k = 512;
   prob.seqlen_q = 1024;
   CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
-  prob.seqlen_q = 512;
+  c.head_dim = prob.head_dim = 64;  // at head dim 64 up to 1024
+  prob.seqlen_k = 1024;
+  CHECK(fa3::backward_ordered_adds(c, prob));
+  prob.seqlen_q = 1025;
+  CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
+  c.head_dim = prob.head_dim = 128;
+  prob.seqlen_q = prob.seqlen_k = 512;
   c.causal = false;  // non-causal calls order their adds only when asked to
   CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
   prob.deterministic = true;

@@ -21,11 +21,13 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
 }  // namespace
 
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
-  // Causal calls up to 512 queries and keys take the deterministic mode's ordered dQ adds
-  // even when not asked to: there K/V block 0's stored first parts (no zeroed accumulator to
-  // write and read back) save more than the order costs (det/default on an H100 after v26z:
-  // 1.05-1.12 at 512 causal, 0.92-1.05 at 1k).
-  return prob.deterministic || (c.causal && prob.seqlen_q <= 512 && prob.seqlen_k <= 512);
+  // Causal calls up to 512 queries and keys (1024 at head dim 64) take the deterministic
+  // mode's ordered dQ adds even when not asked to: there K/V block 0's stored first parts (no
+  // zeroed accumulator to write and read back) save more than the order costs (det/default on
+  // an H100 after v26z: 1.05-1.12 at 512 causal; at 1k d64 1.05, d128 0.98, d256 0.92).
+  const int64_t longest = c.head_dim == 64 ? 1024 : 512;
+  return prob.deterministic ||
+         (c.causal && prob.seqlen_q <= longest && prob.seqlen_k <= longest);
 }
 
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
