@@ -739,7 +739,7 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(address_of(p.dq) == kDq);
   CHECK(address_of(p.dk) == kDk);
   CHECK(address_of(p.dv) == kDv);
-  CHECK(p.deterministic == 1);
+  CHECK(p.ordered_adds == 1);
   CHECK(p.seqlen_q == 100);
   CHECK(p.seqlen_k == 300);
   CHECK(p.heads_per_kv_head == 4);
@@ -1175,7 +1175,7 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
       REQUIRE(a.run(fh.h) == FA3_OK);
       const fa3::BwdParams p = last_params();
       CHECK(p.l2_section == (causal || deterministic ? 4 : 1));
-      CHECK(p.deterministic == (causal || deterministic ? 1 : 0));
+      CHECK(p.ordered_adds == (causal || deterministic ? 1 : 0));
     }
   // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
   // tensors (0.5 TB each) 1 TB apart.

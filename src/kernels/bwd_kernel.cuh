@@ -9,8 +9,8 @@
 //                         one stage, dO_i and D_i on a barrier of their own (split_qdo_barriers)
 //   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
 //                         of the workspace with bulk reduce-adds from shared memory, one per
-//                         warpgroup's part (line 33); in deterministic mode after the K/V
-//                         block before it
+//                         warpgroup's part (line 33); with ordered adds (the deterministic
+//                         mode, small causal calls) after the K/V block before it
 //   warpgroups 1..2       consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T (SS-wgmma,
 //                         keys as M, so that P^T and dS^T come out in the accumulator layout
 //                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
@@ -21,8 +21,8 @@
 //                         256) they share the keys instead: S^T, dP^T of 32 queries each, P^T
 //                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
-// LSE in log2 units, the dQ accumulator (unless deterministic) and semaphores zeroed; line 2)
-// and _post (dQ scaled and converted; line 38).
+// LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
+// line 2) and _post (dQ scaled and converted; line 38).
 #pragma once
 
 #include <math.h>
@@ -181,7 +181,7 @@ struct BwdStep {
 
 // The CTA's work: K/V block n_block of (batch, kv_head) (the 1-D grid's order: bwd_tile_at),
 // and the query blocks [m_begin, num_m_blocks) of each of the group's query heads that see
-// any of its keys. A deterministic CTA waits only for the K/V blocks before its own of the
+// any of its keys. With ordered adds a CTA waits only for the K/V blocks before its own of the
 // same pair, which come earlier in that order.
 template <class Tr>
 struct BwdWork {
@@ -201,7 +201,7 @@ struct BwdWork {
     }
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending; but
-  // descending for causal deterministic calls. There a query block's adds go in K/V block
+  // descending for causal calls with ordered adds. There a query block's adds go in K/V block
   // order, and with ascending m the CTA of K/V block n, whose first query block is about
   // n * block_n / block_m, would wait at each block for the CTAs before it, which reach it
   // later: every CTA would take as long as the longest. Descending, all the CTAs of a head
@@ -212,7 +212,7 @@ struct BwdWork {
     return per_head * p.heads_per_kv_head;
   }
   __device__ __forceinline__ bool descending(const BwdParams& p) const {
-    return Tr::kCausal && p.deterministic;
+    return Tr::kCausal && p.ordered_adds;
   }
   // The first step, and each next one by a compare, not a division (the consumers' loop is
   // short enough that an integer division per step showed in its profile).
@@ -300,10 +300,11 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
 
 // Line 33: each step's dQ_i parts (in shared memory, one per consumer warpgroup) added into
 // the workspace's fp32 accumulator by one bulk reduce-add each (one thread), as soon as that
-// warpgroup's part is staged. Deterministic: a query block's adds wait until the K/V blocks
-// before this one have made theirs (a counter per (batch, head, query block) that each CTA
-// raises once its adds are complete), and the parts go in order, so every dQ element is
-// summed in one order.
+// warpgroup's part is staged. Ordered (BwdParams::ordered_adds: the deterministic mode, small
+// causal calls): a query block's adds wait until the K/V blocks before this one have made
+// theirs (a counter per (batch, head, query block) that each CTA raises once its adds are
+// complete), K/V block 0 stores rather than adds, and the parts go in order, so every dQ
+// element is summed in one order.
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
@@ -317,7 +318,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
     float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
     int32_t* semaphore = nullptr;
-    if (p.deterministic) {
+    if (p.ordered_adds) {
       semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
       // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
       // (bwd_adders), so this one's turn is its index.
@@ -326,23 +327,23 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
 #pragma unroll
     for (int wg = 0; wg < Tr::kConsumers; ++wg) {
       tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
-      // The key split's parts add to the same floats: in deterministic mode the second waits
-      // until the first is complete (the order of two bulk operations in flight is not).
-      if (!Tr::kSharedDs && wg > 0 && p.deterministic) ptx::bulk_wait_group<0>();
+      // The key split's parts add to the same floats: ordered, the second waits until the
+      // first is complete (the order of two bulk operations in flight is not).
+      if (!Tr::kSharedDs && wg > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
       const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
       const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
       float* part = block + kLayout.part_offset(row0, col0);
-      // Deterministic, K/V block 0 makes a query block's first adds: it stores its parts (the
+      // Ordered, K/V block 0 makes a query block's first adds: it stores its parts (the
       // key split's second part still adds onto the first), so the preprocess need not zero
       // the accumulator.
-      if (p.deterministic && w.n_block == 0 && (Tr::kSharedDs || wg == 0))
+      if (p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || wg == 0))
         ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
       else
         ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
       ptx::bulk_commit_group();
     }
     static_assert(Tr::kConsumers == 2, "the parts are freed one by one below");
-    if (p.deterministic) {
+    if (p.ordered_adds) {
       // The adds must be complete in global memory, not only have read shared memory, before
       // the next K/V block's CTA may add.
       ptx::bulk_wait_group<0>();
@@ -656,7 +657,7 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
-// zeroed (deterministic: only where no K/V block adds) and (deterministic) the query block's
+// zeroed (ordered adds: only where no K/V block adds) and (ordered adds) the query block's
 // counter reset. head_dim / 8 threads a row, 8 elements each (16-byte loads where O and dO
 // allow them), the loads of 8 rows a thread issued before their first sum: with a warp a row,
 // 4-byte loads and a row at a time, the kernel took 78 us at d128 causal 1k against the
@@ -725,17 +726,17 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       }
     }
   }
-  // The dQ accumulator zeroed for the adds; deterministic calls store K/V block 0's parts
+  // The dQ accumulator zeroed for the adds; ordered adds store K/V block 0's parts
   // instead (bwd_dq_writer), so only the blocks no K/V block adds to need zeros (causal rows
   // that see no key: their dQ is 0).
-  if (!p.deterministic || bwd_adders<Tr>(p, m_block) == 0) {
+  if (!p.ordered_adds || bwd_adders<Tr>(p, m_block) == 0) {
     float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
                                                             m_block * Tr::kBlockM) * Tr::kHeadDim);
 #pragma unroll 8
     for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads)
       accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-  if (p.deterministic && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
+  if (p.ordered_adds && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
 }
 
 // Line 38: dQ = scale * the accumulator, converted to the dtype, for the block_m rows of a

@@ -41,7 +41,7 @@ struct BwdParams {
   float scale_log2;  // softmax_scale * log2(e)
   // The deterministic mode's ordered dQ adds (K/V block 0 stores, the others add in block
   // order): deterministic calls, and small causal ones (backward_ordered_adds).
-  int32_t deterministic;
+  int32_t ordered_adds;
   int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
 };
 

@@ -31,11 +31,11 @@ bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
 }
 
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
-  // Non-causal default calls keep one pair after the other: sections measured 1-2% slower
-  // from 2k (up to 11% at 512: the resident CTAs read more pairs' Q and dO). Deterministic
-  // ones take sections: fewer of a pair's K/V blocks start together, so the chain of their
-  // ordered adds fills faster (d64 non-causal 1k-8k +8-21%, d256 +4-11%).
-  if (!c.causal && !prob.deterministic) return 1;
+  // Non-causal calls with unordered adds keep one pair after the other: sections measured
+  // 1-2% slower from 2k (up to 11% at 512: the resident CTAs read more pairs' Q and dO).
+  // Ordered ones take sections: fewer of a pair's K/V blocks start together, so the chain of
+  // their ordered adds fills faster (deterministic d64 non-causal 1k-8k +8-21%, d256 +4-11%).
+  if (!c.causal && !backward_ordered_adds(c, prob)) return 1;
   // A pair's Q and dO (16-bit) and dQ accumulator (fp32), for all the query heads of its
   // group; 40 MiB of the 50 MiB L2 (H100, H200) for them, in a power of two of pairs.
   const int64_t pair_bytes =
@@ -101,7 +101,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.num_n_blocks = static_cast<int32_t>((prob.seqlen_k + c.block_n - 1) / c.block_n);
   p.scale = prob.softmax_scale;
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
-  p.deterministic = backward_ordered_adds(c, prob) ? 1 : 0;
+  p.ordered_adds = backward_ordered_adds(c, prob) ? 1 : 0;
   p.l2_section = backward_l2_section(c, prob);
   const int64_t ctas = static_cast<int64_t>(p.num_n_blocks) * prob.batch * prob.heads_kv;
   if (ctas > INT32_MAX)

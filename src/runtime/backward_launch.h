@@ -17,12 +17,12 @@ struct BackwardGrids {
 };
 
 // Whether the main kernel orders its dQ adds as the deterministic mode does (BwdParams::
-// deterministic): when asked to, and for small causal calls (up to 512 queries and keys,
-// 1024 at head dim 64), where that is faster.
+// ordered_adds): when asked to, and for small causal calls (up to 512 queries and keys, 1024
+// at head dim 64), where that is faster.
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob);
 
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
-// bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal or deterministic calls,
+// bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal calls or ordered adds,
 // where as many pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of
 // two).
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
