@@ -34,7 +34,8 @@ const char* const kTiles[] = {
 
 // Backward tiles: one per head dim as in production, and the lab's second d64 kernel.
 const char* const kBackwardTiles[] = {"d64_m128_n128_s2_w2_dqq", "d64_m64_n128_s2_w2",
-                                      "d128_m64_n128_s2_w2_dqh", "d256_m64_n64_s1_w2_kvh_dqh"};
+                                      "d128_m64_n128_s2_w2_dqh", "d256_m64_n80_s1_w2_kvt_dqh",
+                                      "d256_m64_n64_s1_w2_kvh_dqh"};
 
 fa3::KernelInfo fake_kernel(const std::string& name) {
   fa3::KernelInfo k;
@@ -66,7 +67,7 @@ std::vector<fa3::KernelInfo> fake_kernels() {
 std::string backward_kernel(const fa3::MatchKey& key) {
   const char* tile = key.head_dim == 64    ? "d64_m128_n128_s2_w2_dqq"
                      : key.head_dim == 128 ? "d128_m64_n128_s2_w2_dqh"
-                                           : "d256_m64_n64_s1_w2_kvh_dqh";
+                                           : "d256_m64_n80_s1_w2_kvt_dqh";
   return std::string("fa3_bwd_") + fa3::dtype_name(key.dtype) + "_" + tile +
          (key.causal ? "_causal" : "");
 }

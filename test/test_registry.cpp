@@ -638,3 +638,43 @@ TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and ma
     CHECK(fa3::find_any_compiled_kernel(k.name) == &k);
   }
 }
+
+TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of three buffers",
+          "[cpu][registry]") {
+  const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal");
+  REQUIRE(c);
+  CHECK(c->kv_transposed());
+  CHECK(c->kv_split_head_dim());
+  CHECK(c->kv_box_rows() == 80);
+  CHECK(c->s_cols() == 40);  // each warpgroup's keys of S and dP
+  CHECK(c->dq_piece_cols() == 64);
+  CHECK(c->dq_pieces() == 4);
+  CHECK(c->dq_slots() == 3);
+  CHECK(c->ds_stages() == 1);
+  const fa3::BwdSmemLayout l = fa3::BwdSmemLayout::of(*c);
+  CHECK(l.kv_bytes == 80 * 256 * 2);
+  CHECK(l.ds_bytes == 80 * 64 * 2);
+  CHECK(l.dq_bytes == 64 * 64 * 4);
+  CHECK(l.total_bytes <= fa3::kBwdSmemLimit);
+  // Every tile starts on the 1024-byte swizzle pattern.
+  for (uint32_t offset : {l.k_offset, l.v_offset, l.q_offset, l.do_offset, l.ds_offset, l.p_offset, l.dq_offset})
+    CHECK(offset % 1024 == 0);
+  // The other key-split kernels keep a buffer per warpgroup and 64-row boxes.
+  const auto h = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n64_s1_w2_kvh_dqh");
+  REQUIRE(h);
+  CHECK_FALSE(h->kv_transposed());
+  CHECK(h->kv_box_rows() == 64);
+  CHECK(h->dq_pieces() == 2);
+  CHECK(h->dq_slots() == 2);
+  // _kvt's shapes are those it is written for.
+  std::string why;
+  for (const char* bad : {"fa3_bwd_bf16_d256_m64_n64_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s2_w2_kvt_dqh",
+                          "fa3_bwd_bf16_d128_m64_n80_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqq",
+                          "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvh_dqh"}) {
+    INFO(bad);
+    CHECK_FALSE(fa3::parse_bwd_kernel_name(bad, &why));
+    CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  }
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_dqh_kvt", &why));
+  CHECK(why.find("_kvh or _kvt") != std::string::npos);
+}

@@ -37,7 +37,7 @@ const char* const kThreeWarpgroupKernel = "fa3_fwd_bf16_d128_m192_n128_s2_w3";
 std::string backward_kernel(const std::string& dtype, int head_dim, bool causal) {
   const char* shape = head_dim == 64    ? "_m128_n128_s2_w2_dqq"
                       : head_dim == 128 ? "_m64_n128_s2_w2_dqh"
-                                        : "_m64_n64_s1_w2_kvh_dqh";
+                                        : "_m64_n80_s1_w2_kvt_dqh";
   return "fa3_bwd_" + dtype + "_d" + std::to_string(head_dim) + shape + (causal ? "_causal" : "");
 }
 // A second bf16 d64 backward kernel (the lab's key split of dQ).
@@ -639,7 +639,7 @@ TEST_CASE("bwd entries: parsed, selected by direction, forward keys unaffected",
   const KernelInfo* k = t.select({Direction::Backward, DType::BF16, 256, true, 4096, 4096});
   REQUIRE(k != nullptr);
   CHECK(k->direction == Direction::Backward);
-  CHECK(k->bwd.kv_split == KvSplit::HeadDim);
+  CHECK(k->bwd.kv_split == KvSplit::Transposed);
   CHECK(k->bwd.causal);
 }
 
@@ -772,4 +772,6 @@ TEST_CASE("bwd_config_json writes every config field", "[cpu][tuning]") {
         "\"producer_regs\":24,\"consumer_regs\":240,\"kv_split\":\"keys\","
         "\"dq_split\":\"queries\",\"causal\":false}");
   CHECK(bwd_config_json(parse_bwd_kernel_name(kBackwardLabKernel).value())["dq_split"] == "keys");
+  CHECK(bwd_config_json(parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh").value())["kv_split"] ==
+        "transposed");
 }

@@ -493,7 +493,7 @@ TEST_CASE("fuzz: random mutations of the built-in table", "[cpu][tuning]") {
 
   std::mt19937_64 rng(0xfa3);
   int accepted = 0, not_json = 0, schema = 0;
-  for (int i = 0; i < 800; ++i) {
+  for (int i = 0; i < 1600; ++i) {
     // Values swapped and replaced in the DOM keep the document JSON, so the schema and the
     // coverage checks see them; byte edits afterwards exercise the parser.
     Json doc = base;
@@ -539,10 +539,11 @@ TEST_CASE("fuzz: random mutations of the built-in table", "[cpu][tuning]") {
     else
       ++schema;
   }
-  // The mutants reach every stage: some still load (24 of 800 with today's table), many
-  // break the syntax, many the schema or the coverage.
+  // The mutants reach every stage: some still load, many break the syntax, many the schema
+  // or the coverage.
+  INFO("accepted " << accepted << ", not JSON " << not_json << ", schema " << schema);
   CHECK(accepted >= 10);
-  CHECK(not_json >= 200);
-  CHECK(schema >= 200);
+  CHECK(not_json >= 400);
+  CHECK(schema >= 400);
   remove_scratch();
 }

@@ -13,8 +13,10 @@ usage: tools/gen_wgmma.py > ptx/wgmma_mma.cuh
 # head dim (+ 8 with FwdConfig::row_sum_mma: 72, 136). The backward's GEMMs need no others:
 # dV = P^T dO and dK = dS^T Q have N = head dim, dQ = dS K has N = head dim, S and dP have
 # N = Bc; the d256 backward (_kvh) splits them between two warpgroups: S^T and dP^T of 32
-# queries each (N = 32), dK, dV and dQ of 128 head-dim columns each.
-N_VALUES = [32, 64, 72, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
+# queries each (N = 32), dK, dV and dQ of 128 head-dim columns each; its 80-key form (_kvt)
+# computes S and dP of 40 keys a warpgroup (N = 40), dK^T and dV^T of all 80 keys (N = 80)
+# and dQ in 64-column pieces.
+N_VALUES = [32, 40, 64, 72, 80, 96, 112, 128, 136, 144, 160, 176, 192, 256]
 TYPES = [("F16", "f16"), ("BF16", "bf16")]
 
 # e4m3 N values (FP8 forward, paper 3.3). Every kernel includes this header, so only the

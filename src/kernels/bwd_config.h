@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh][_dqh|_dqq][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -10,6 +10,12 @@
 // head dims whose 64-key dK and dV do not fit one warpgroup's registers: 256), the
 // warpgroups share 64 keys: each computes S^T and dP^T for half of the queries, P^T and dS^T
 // go to shared memory, and each accumulates dK and dV (SS GEMMs) for half of the head dim.
+// _kvt (KvSplit::Transposed, head dim 256 with 80 keys, as the public FA3): the head-dim split
+// of _kvh with dK^T and dV^T accumulated (the head dim as the wgmma M, all block_n keys as N, so
+// that block_n need not be a multiple of 64): S and dP are not transposed (64 queries x
+// block_n / 2 keys a warpgroup), P^T and dS^T go to shared memory, dQ_i is computed and staged
+// in 64-column pieces that circulate through a ring of dq_slots() buffers (its own 64 KB
+// would not fit next to 80-row K_j and V_j).
 // dQ_i = dS K_j is split between the
 // warpgroups (DqSplit) by keys (each computes the whole dQ_i over its 64 keys: two fp32
 // partial sums go to the accumulator per step), or from the whole dS^T in shared memory (a
@@ -34,8 +40,8 @@ namespace fa3 {
 enum class DqSplit { Keys, HeadDim, Queries };
 
 // How the consumer warpgroups share dK_j and dV_j: 64 keys each (all head-dim columns), or
-// all block_n keys, head_dim / warpgroups columns each (_kvh).
-enum class KvSplit { Keys, HeadDim };
+// all block_n keys, head_dim / warpgroups columns each (_kvh; _kvt with dK^T and dV^T).
+enum class KvSplit { Keys, HeadDim, Transposed };
 
 struct BwdConfig {
   DType dtype = DType::BF16;
@@ -48,18 +54,28 @@ struct BwdConfig {
   KvSplit kv_split = KvSplit::Keys;
   bool causal = false;
 
-  constexpr bool kv_split_head_dim() const { return kv_split == KvSplit::HeadDim; }
+  // Whether the warpgroups share the keys and split the head dim of dK_j and dV_j (_kvh,
+  // _kvt), and whether they hold them transposed (_kvt).
+  constexpr bool kv_split_head_dim() const { return kv_split != KvSplit::Keys; }
+  constexpr bool kv_transposed() const { return kv_split == KvSplit::Transposed; }
   // The keys and the head-dim columns of dK_j and dV_j one warpgroup accumulates, and the
-  // query columns of S^T and dP^T it computes.
+  // query columns of S^T and dP^T it computes (_kvt: the key columns of S and dP).
   constexpr int kv_rows() const { return kv_split_head_dim() ? block_n : 64; }
   constexpr int kv_cols() const { return kv_split_head_dim() ? head_dim / consumer_warpgroups : head_dim; }
-  constexpr int s_cols() const { return kv_split_head_dim() ? block_m / consumer_warpgroups : block_m; }
+  constexpr int s_cols() const {
+    return kv_transposed() ? block_n / consumer_warpgroups
+           : kv_split_head_dim() ? block_m / consumer_warpgroups : block_m;
+  }
+  // Rows of a TMA box of K_j, V_j, dK_j and dV_j: 64 (a block of 128 keys is two boxes), or
+  // _kvt's whole 80-key block.
+  constexpr int kv_box_rows() const { return kv_transposed() ? block_n : 64; }
 
   // Whether a warpgroup's dQ GEMM reads the other's dS^T rows.
   constexpr bool dq_shared_ds() const { return dq_split != DqSplit::Keys; }
   // dS^T tiles in flight: when the dQ GEMMs read both warpgroups' rows, a warpgroup writes
-  // the next step's while the other may still read this step's.
-  constexpr int ds_stages() const { return dq_shared_ds() ? 2 : 1; }
+  // the next step's while the other may still read this step's. _kvt has room for one: a
+  // warpgroup waits for the other's reads of the last step's before it writes its rows.
+  constexpr int ds_stages() const { return dq_shared_ds() && !kv_transposed() ? 2 : 1; }
   // The rows and columns of a warpgroup's dQ accumulator (its part of dQ_i).
   constexpr int dq_rows() const {
     return dq_split == DqSplit::Queries ? block_m / consumer_warpgroups : block_m;
@@ -67,6 +83,14 @@ struct BwdConfig {
   constexpr int dq_cols() const {
     return dq_split == DqSplit::HeadDim ? head_dim / consumer_warpgroups : head_dim;
   }
+  // How a step's dQ_i parts reach the dQ writer: dq_pieces() pieces of 64 rows x
+  // dq_piece_cols() in a ring of dq_slots() staging buffers: piece p of step t, the ring's
+  // entry dq_pieces() t + p, is warpgroup p % consumer_warpgroups's (p / consumer_warpgroups)-th.
+  // A warpgroup's part is one piece with a buffer of its own; _kvt's is two 64-column pieces,
+  // four a step in three buffers.
+  constexpr int dq_piece_cols() const { return kv_transposed() ? 64 : dq_cols(); }
+  constexpr int dq_pieces() const { return consumer_warpgroups * (dq_cols() / dq_piece_cols()); }
+  constexpr int dq_slots() const { return kv_transposed() ? 3 : consumer_warpgroups; }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
@@ -91,14 +115,14 @@ struct BwdSmemLayout {
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
   uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
   uint32_t p_offset;             // _kvh, per ds stage: P^T, as dS^T
-  uint32_t dq_offset, dq_bytes;  // per consumer warpgroup: its dQ part, fp32, fragment order
+  uint32_t dq_offset, dq_bytes;  // per dq slot: a dQ piece, fp32, fragment order
   uint32_t barrier_offset;
   uint32_t total_bytes;
 
   static constexpr uint32_t barrier_count(const BwdConfig& c) {
     // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
-    // dq_full[warpgroup], dq_empty[warpgroup]; split_qdo_barriers: do_full[s], do_empty[s]
-    return 1u + 2u * c.stages + 2u * c.consumer_warpgroups +
+    // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]
+    return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
            (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u);
   }
 
@@ -112,11 +136,11 @@ struct BwdSmemLayout {
     l.do_offset = l.q_offset + l.qdo_stage_bytes * c.stages;
     l.ds_bytes = static_cast<uint32_t>(c.block_n * c.block_m * 2);
     l.ds_offset = l.do_offset + l.qdo_stage_bytes * c.stages;
-    l.dq_bytes = static_cast<uint32_t>(c.dq_rows() * c.dq_cols() * 4);
+    l.dq_bytes = static_cast<uint32_t>(c.dq_rows() * c.dq_piece_cols() * 4);
     l.p_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
     l.dq_offset = l.p_offset + (c.kv_split_head_dim() ? l.ds_bytes * c.ds_stages() : 0u);
     l.stats_stage_bytes = static_cast<uint32_t>(2 * c.block_m * 4);
-    l.stats_offset = l.dq_offset + l.dq_bytes * c.consumer_warpgroups;
+    l.stats_offset = l.dq_offset + l.dq_bytes * c.dq_slots();
     l.barrier_offset = l.stats_offset + l.stats_stage_bytes * c.stages;
     l.total_bytes = l.barrier_offset + 8u * barrier_count(c) + 1024u;  // + alignment slack
     return l;
@@ -130,10 +154,15 @@ struct BwdSmemLayout {
 //     warpgroup's registers), query blocks of 64 or 128 rows (the N of the S^T GEMM), the
 //     head-dim split of dQ one 64-column chunk a warpgroup;
 //   _kvh: head dim 256, 64 keys and 64 queries (S^T of 64 x 32 a warpgroup), dQ split by head
-//     dim (128 columns a warpgroup, as dK and dV).
+//     dim (128 columns a warpgroup, as dK and dV);
+//   _kvt: head dim 256, 80 keys and 64 queries (S of 64 x 40 a warpgroup), one Q / dO stage,
+//     dQ split by head dim.
 constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const bool shape_ok =
-      c.kv_split_head_dim()
+      c.kv_transposed()
+          ? c.head_dim == 256 && c.block_m == 64 && c.block_n == 80 && c.stages == 1 &&
+                c.dq_split == DqSplit::HeadDim
+      : c.kv_split_head_dim()
           ? c.head_dim == 256 && c.block_m == 64 && c.block_n == 64 && c.dq_split == DqSplit::HeadDim
           : (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
                 c.block_n == 64 * c.consumer_warpgroups &&
@@ -216,6 +245,9 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
   if (spells_at(name, pos, "kvh")) {
     r.config.kv_split = KvSplit::HeadDim;
     pos += 4;
+  } else if (spells_at(name, pos, "kvt")) {
+    r.config.kv_split = KvSplit::Transposed;
+    pos += 4;
   }
   if (spells_at(name, pos, "dqh")) {
     r.config.dq_split = DqSplit::HeadDim;
@@ -229,7 +261,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh, _dqh or _dqq, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh or _dqq, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

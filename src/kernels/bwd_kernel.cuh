@@ -55,6 +55,8 @@ enum BwdBarrier : uint32_t {
   kBwdBarrierDsAll = 1,   // head-dim split: both warpgroups' dS^T rows are in shared memory
   kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
   kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles)
+  kBwdBarrierDsFreeBase = 5,  // + consumer warpgroup (_kvt): the other's reads of the last
+                              // step's P^T and dS^T are complete
 };
 
 template <class C>
@@ -73,20 +75,25 @@ struct BwdTraits {
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
   static constexpr bool kKvSplitHeadDim = kCfg.kv_split_head_dim();
+  static constexpr bool kKvTransposed = kCfg.kv_transposed();
+  static constexpr int kKvBoxRows = kCfg.kv_box_rows();
   static constexpr int kKvCols = kCfg.kv_cols();  // a warpgroup's columns of dK_j and dV_j
   static constexpr int kSCols = kCfg.s_cols();    // its query columns of S^T and dP^T
   static constexpr int kDsStages = kCfg.ds_stages();
   static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr int kDqRows = kCfg.dq_rows();
+  static constexpr int kDqPieceCols = kCfg.dq_piece_cols();
+  static constexpr int kDqPieces = kCfg.dq_pieces();
+  static constexpr int kDqSlots = kCfg.dq_slots();
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
   using DsTile = tile::SmemTile<Elem, kBlockN, kBlockM>;   // dS^T: keys x queries
   using DsRows = tile::SmemTile<Elem, 64, kBlockM>;        // a warpgroup's 64 keys of it
-  using KSlice = tile::SmemTile<Elem, kBlockN, kCfg.dq_cols()>;  // K_j's columns of a dQ part
+  using KSlice = tile::SmemTile<Elem, kBlockN, kCfg.dq_piece_cols()>;  // K_j's of a dQ piece
   using QSlice = tile::SmemTile<Elem, kBlockM, kKvCols>;  // _kvh: Q_i's or dO_i's of dK, dV
-  using DqStaging = tile::AccStagingTile<kCfg.dq_cols()>;  // a warpgroup's dQ_i part, fp32
+  using DqStaging = tile::AccStagingTile<kCfg.dq_piece_cols()>;  // a dQ_i piece, fp32
   using Pipe = tile::TmaPipeline<kStages>;
   static_assert(KVTile::kBytes == kSmem.kv_bytes && QTile::kBytes == kSmem.qdo_stage_bytes &&
                     DsTile::kBytes == kSmem.ds_bytes && DqStaging::kBytes == kSmem.dq_bytes,
@@ -123,8 +130,8 @@ struct BwdSmem {
     kv_full = bars;
     pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
     dq_full = bars + 8 + 16 * Tr::kStages;
-    dq_empty = dq_full + 8 * Tr::kConsumers;
-    do_full = dq_empty + 8 * Tr::kConsumers;
+    dq_empty = dq_full + 8 * Tr::kDqSlots;
+    do_full = dq_empty + 8 * Tr::kDqSlots;
     do_empty = do_full + 8 * Tr::kStages;
   }
   // The barrier dO_i and D_i of stage s land on: their own (kSplitQdo), else the stage's full.
@@ -151,12 +158,13 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t p_tile(int stage) const {  // _kvh: P^T, as dS^T
     return p_t + stage * Tr::DsTile::kBytes;
   }
-  // Consumer warpgroup wg's dQ_i part, and its full / empty barriers.
-  __device__ __forceinline__ uint32_t dq_part(int wg) const {
-    return dq + wg * Tr::DqStaging::kBytes;
+  // The dQ staging ring's buffer `slot` (bwd_config.h, dq_pieces), and its full / empty
+  // barriers. Where a warpgroup's part is one piece, its slot is its index.
+  __device__ __forceinline__ uint32_t dq_part(int slot) const {
+    return dq + slot * Tr::DqStaging::kBytes;
   }
-  __device__ __forceinline__ uint32_t dq_full_bar(int wg) const { return dq_full + 8 * wg; }
-  __device__ __forceinline__ uint32_t dq_empty_bar(int wg) const { return dq_empty + 8 * wg; }
+  __device__ __forceinline__ uint32_t dq_full_bar(int slot) const { return dq_full + 8 * slot; }
+  __device__ __forceinline__ uint32_t dq_empty_bar(int slot) const { return dq_empty + 8 * slot; }
 };
 
 // The K/V blocks whose CTAs add to query block m_block of a head: all of them, or (causal)
@@ -265,7 +273,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   ptx::prefetch_tensormap(&p.tma_do);
   ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
   for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-    for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
+    for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {  // the maps' boxes (kv_box_rows)
       const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
       const int row = w.n_block * Tr::kBlockN + r;
       ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
@@ -298,21 +306,26 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
 }
 
-// Line 33: each step's dQ_i parts (in shared memory, one per consumer warpgroup) added into
-// the workspace's fp32 accumulator by one bulk reduce-add each (one thread), as soon as that
-// warpgroup's part is staged. Ordered (BwdParams::ordered_adds: the deterministic mode, small
-// causal calls): a query block's adds wait until the K/V blocks before this one have made
-// theirs (a counter per (batch, head, query block) that each CTA raises once its adds are
-// complete), K/V block 0 stores rather than adds, and the parts go in order, so every dQ
-// element is summed in one order.
+// Line 33: each step's dQ_i pieces (bwd_config.h, dq_pieces: one per consumer warpgroup, or
+// _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
+// accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
+// staged; a buffer is freed once the add that follows it is issued and its own has read it.
+// Ordered (BwdParams::ordered_adds: the deterministic mode, small causal calls): a query
+// block's adds wait until the K/V blocks before this one have made theirs (a counter per
+// (batch, head, query block) that each CTA raises once its adds are complete), K/V block 0
+// stores rather than adds, and the pieces go in order, so every dQ element is summed in one
+// order.
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
   constexpr DqAccumLayout kLayout{Tr::kHeadDim};
+  static_assert(Tr::kDqSlots >= 2, "a buffer is freed after the next piece's add is issued");
   // The accumulator's lines stay in L2 for the next K/V blocks' adds.
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
+  int slot = 0;  // the ring's next buffer and its phase
+  uint32_t phase = 0;
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
@@ -324,41 +337,45 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       // (bwd_adders), so this one's turn is its index.
       tile::wait_counter_equals(semaphore, w.n_block);
     }
+    int last_slot = 0;
 #pragma unroll
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-      tile::mbarrier_wait(sm.dq_full_bar(wg), static_cast<uint32_t>(t & 1));
+    for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
+      tile::mbarrier_wait(sm.dq_full_bar(slot), phase);
       // The key split's parts add to the same floats: ordered, the second waits until the
       // first is complete (the order of two bulk operations in flight is not).
-      if (!Tr::kSharedDs && wg > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
+      if (!Tr::kSharedDs && piece > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
+      // The ring takes every warpgroup's first piece, then every second one.
+      const int wg = piece % Tr::kConsumers, c = piece / Tr::kConsumers;
       const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
-      const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg : 0;
+      const int col0 =
+          Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
       float* part = block + kLayout.part_offset(row0, col0);
-      // Ordered, K/V block 0 makes a query block's first adds: it stores its parts (the
+      // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
       // key split's second part still adds onto the first), so the preprocess need not zero
       // the accumulator.
-      if (p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || wg == 0))
-        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
+      if (p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || piece == 0))
+        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
       else
-        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(wg), Tr::DqStaging::kBytes, policy);
+        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
       ptx::bulk_commit_group();
+      // The last piece's buffer is freed once its add has read it: a warpgroup need not wait
+      // for the next piece's add (its wait for the free buffer was 2.5% of the samples).
+      if (piece > 0) {
+        ptx::bulk_wait_group_read<1>();
+        ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+      }
+      last_slot = slot;
+      if (++slot == Tr::kDqSlots) slot = 0, phase ^= 1;
     }
-    static_assert(Tr::kConsumers == 2, "the parts are freed one by one below");
     if (p.ordered_adds) {
       // The adds must be complete in global memory, not only have read shared memory, before
       // the next K/V block's CTA may add.
       ptx::bulk_wait_group<0>();
       ptx::fence_proxy_async_global();
       ptx::red_add_release_gpu(semaphore, 1);
-      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
-    } else {
-      // Each part is freed once its own add has read it: the first warpgroup need not wait
-      // for the second's add (its wait for the free part was 2.5% of the samples).
-      ptx::bulk_wait_group_read<1>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-      ptx::bulk_wait_group_read<0>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
     }
+    ptx::bulk_wait_group_read<0>();
+    ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
   }
   ptx::bulk_wait_group<0>();
 }
@@ -402,6 +419,22 @@ __device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
   });
 }
 
+// Lines 35-37 by one thread: dK_j and dV_j, staged in K_j's and V_j's tiles, stored by TMA
+// (whole 128-byte lines; the rows past seqlen_k are clipped by the tensor maps).
+template <class Tr>
+__device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                                  const BwdWork<Tr>& w) {
+  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+    for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {  // the maps' boxes (kv_box_rows)
+      const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
+      const int row = w.n_block * Tr::kBlockN + r;
+      ptx::tma_store_4d(&p.tma_dk, sm.k + at, c * 64, row, w.kv_head, w.batch);
+      ptx::tma_store_4d(&p.tma_dv, sm.v + at, c * 64, row, w.kv_head, w.batch);
+    }
+  ptx::bulk_commit_group();
+  ptx::bulk_wait_group_read<0>();  // shared memory outlives the stores' reads
+}
+
 // Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
 // head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
 // columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
@@ -410,6 +443,8 @@ __device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                              const BwdWork<Tr>& w, int wg) {
+  static_assert(Tr::kDqPieces == Tr::kConsumers && Tr::kDqSlots == Tr::kConsumers,
+                "a warpgroup's dQ part is one piece, staged in buffer wg");
   const int t_wg = static_cast<int>(threadIdx.x % 128);
   const int key0 = w.n_block * Tr::kBlockN + (Tr::kKvSplitHeadDim ? 0 : 64 * wg);
   const int s_col0 = Tr::kKvSplitHeadDim ? Tr::kSCols * wg : 0;   // its queries of S^T
@@ -560,25 +595,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
   if (p.dkv_tma) {
     // Through shared memory: staged in K_j's and V_j's tiles (the TMA layout they were loaded
-    // in), once no GEMM of either warpgroup reads them, then stored by TMA (whole 128-byte
-    // lines; the rows past seqlen_k are clipped by the tensor maps).
+    // in), once no GEMM of either warpgroup reads them, then stored by TMA.
     ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
     const int row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
     tile::warpgroup_store_acc<typename Tr::KVTile, Tr::kKvCols>(dk, sm.k, row0, kv_col0, t_wg);
     tile::warpgroup_store_acc<typename Tr::KVTile, Tr::kKvCols>(dv, sm.v, row0, kv_col0, t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
     ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
-    if (wg == 0 && t_wg == 0) {
-      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockN; r += 64) {  // the maps' boxes are 64 rows
-          const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
-          const int row = w.n_block * Tr::kBlockN + r;
-          ptx::tma_store_4d(&p.tma_dk, sm.k + at, c * 64, row, w.kv_head, w.batch);
-          ptx::tma_store_4d(&p.tma_dv, sm.v + at, c * 64, row, w.kv_head, w.batch);
-        }
-      ptx::bulk_commit_group();
-      ptx::bulk_wait_group_read<0>();  // shared memory outlives the stores' reads
-    }
+    if (wg == 0 && t_wg == 0) bwd_store_dkv_tma<Tr>(p, sm, w);
     return;
   }
   // The caller's dK or dV is not TMA-aligned (bwd_params.h): 4-byte pairs from registers.
@@ -600,6 +624,177 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   }
 }
 
+// Lines 13-37 for consumer warpgroup wg of a _kvt kernel (head dim 256, 80 keys, as the public
+// FA3): S = Q_i K_j^T and dP = dO_i V_j^T not transposed, for the 64 queries (M) and the
+// warpgroup's block_n / 2 keys [40 wg, + 40) (N); P^T and dS^T of both warpgroups' keys
+// through shared memory; dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P for its 128 head-dim
+// columns (M: two wgmma M blocks) and all block_n keys (N), so that block_n need not be a
+// multiple of 64 (each Q_i, dO_i load and dQ_i add serves 80 keys, not 64); dQ_i = dS K_j
+// for its 128 columns in two 64-column pieces, staged through the dQ ring (bwd_dq_writer).
+template <class Tr>
+__device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                                        const BwdWork<Tr>& w, int wg) {
+  constexpr int kKeys = Tr::kSCols;           // the warpgroup's keys of S and dP
+  constexpr int kMBlocks = Tr::kKvCols / 64;  // wgmma M blocks of its dK^T and dV^T
+  constexpr int kPiecesPerWg = Tr::kDqCols / Tr::kDqPieceCols;
+  static_assert(Tr::kSplitQdo && Tr::kDsStages == 1 && Tr::kDqSplit == DqSplit::HeadDim &&
+                    Tr::kDqPieceCols == 64 && Tr::kBlockM == 64,
+                "_kvt: one stage, one P^T / dS^T tile, dQ by head dim in 64-column pieces");
+  const int t_wg = static_cast<int>(threadIdx.x % 128);
+  const int key_row0 = kKeys * wg;           // its keys' first row of K_j, V_j, P^T, dS^T
+  const int kv_col0 = Tr::kKvCols * wg;      // its head-dim columns of dK, dV and dQ
+  const int row = tile::AccLayout::row(t_wg, 0);  // its query rows of S: row, row + 8
+  // Its first key of S, from which AccLayout::col_offset(e) counts.
+  const int first_key = w.n_block * Tr::kBlockN + key_row0 + tile::AccLayout::col(t_wg, 0);
+  float dk[kMBlocks][Tr::kBlockN / 2], dv[kMBlocks][Tr::kBlockN / 2];
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb) {
+    tile::fill(dk[mb], 0.0f);
+    tile::fill(dv[mb], 0.0f);
+  }
+  tile::mbarrier_wait(sm.kv_full, 0);
+  tile::PipelineState<Tr::kStages> st;
+  const int steps = w.steps(p);
+  BwdStep at = w.first_step(p);
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    sm.pipe.consumer_wait(st);  // lines 16-17: Q_i, L_i
+    // L_i of its two rows, loaded before the GEMMs are issued (as bwd_consumer).
+    const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
+    const float l[2] = {__uint_as_float(ptx::ld_shared_u32(lse + 4 * row)),
+                        __uint_as_float(ptx::ld_shared_u32(lse + 4 * (row + 8)))};
+    // Lines 18 and 21: S = Q_i K_j^T and dP = dO_i V_j^T, its keys as N.
+    float s[kKeys / 2], dp[kKeys / 2];
+    tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
+        s, sm.q_stage(st.index), 0, sm.k + key_row0 * 128);
+    tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
+    tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
+        dp, sm.do_stage(st.index), 0, sm.v + key_row0 * 128);
+    // Line 19's mask, per row half h: the last key its query sees (past seqlen_k: none;
+    // causal, bottom-right aligned: query + seqlen_k - seqlen_q), as a column offset from
+    // first_key. Rows past seqlen_q have L = +inf (the preprocess): P = 0 there whatever the
+    // mask.
+    int last_col[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int query = at.m_block * Tr::kBlockM + row + 8 * h;
+      const int last_key = Tr::kCausal && query < p.seqlen_q ? query + (p.seqlen_k - p.seqlen_q)
+                                                             : p.seqlen_k - 1;
+      last_col[h] = last_key - first_key;
+    }
+    ptx::wgmma_wait_group<1>();
+    tile::pin_registers(s);
+    // Line 19: P = exp2(scale_log2 S - L), a masked element's S -inf first (as
+    // bwd_probabilities).
+#pragma unroll
+    for (int e = 0; e < kKeys / 2; ++e) {
+      const int h = tile::AccLayout::half(e);
+      const bool masked = tile::AccLayout::col_offset(e) > last_col[h];
+      s[e] = ptx::ex2_approx(fmaf(masked ? -INFINITY : s[e], p.scale_log2, -l[h]));
+    }
+    const float d[2] = {__uint_as_float(ptx::ld_shared_u32(dpsum + 4 * row)),
+                        __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (row + 8)))};
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dp);
+    // Line 22: dS = P (dP - D_i), in place of dP.
+#pragma unroll
+    for (int e = 0; e < kKeys / 2; ++e) dp[e] = s[e] * (dp[e] - d[tile::AccLayout::half(e)]);
+    // Line 25: P^T and dS^T of its keys to shared memory, once the other warpgroup's GEMMs of
+    // the last step have read that step's (one tile each: no room for two).
+    if (t > 0) ptx::named_barrier_sync(kBwdBarrierDsFreeBase + wg, 128 * Tr::kConsumers);
+    tile::warpgroup_store_acc_transposed<typename Tr::DsTile, kKeys>(s, sm.p_tile(0), key_row0, 0,
+                                                                     t_wg);
+    tile::warpgroup_store_acc_transposed<typename Tr::DsTile, kKeys>(dp, sm.ds_tile(0), key_row0, 0,
+                                                                     t_wg);
+    ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
+    ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
+    // Lines 24 and 23, transposed: dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P (M = its
+    // head-dim columns, N = the keys, K = the queries), then line 26: its 128 columns of dQ_i
+    // = dS K_j, a 64-column piece per GEMM. dK's and dV's first: they are Q_i's and dO_i's
+    // last readers, and the next step's loads start when they complete (with dQ's first
+    // piece between them, the next step's dP GEMM waited for dO_i: 18% of the samples). The
+    // second piece's GEMM only once the first is staged: both pieces' accumulators next to
+    // dK^T and dV^T would not fit the registers.
+    auto dq_gemm = [&](float(&dq)[Tr::kDqPieceCols / 2], int c) {
+      tile::gemm_ss_atb<Tr::kMma, Tr::kDqPieceCols, typename Tr::DsTile, typename Tr::KSlice>(
+          dq, sm.ds_tile(0), 0, sm.k + (kv_col0 / 64 + c) * Tr::KVTile::kChunkBytes,
+          tile::Accumulate::No);
+    };
+    // Lines 27-33: a piece to its buffer of the ring once the dQ writer has freed it. The
+    // ring takes the warpgroups' first pieces, then their second ones, so that a warpgroup's
+    // buffer is freed by the adds of pieces staged before its own.
+    auto stage_dq_piece = [&](const float(&dq)[Tr::kDqPieceCols / 2], int c) {
+      const int entry = Tr::kDqPieces * t + Tr::kConsumers * c + wg;
+      const int slot = entry % Tr::kDqSlots;
+      const uint32_t phase = static_cast<uint32_t>((entry / Tr::kDqSlots) & 1);
+      tile::mbarrier_wait(sm.dq_empty_bar(slot), phase ^ 1);
+      Tr::DqStaging::warpgroup_store(dq, sm.dq_part(slot), t_wg);
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(sm.dq_full_bar(slot));
+    };
+    static_assert(kPiecesPerWg == 2, "two dQ pieces a warpgroup");
+    float dq[Tr::kDqPieceCols / 2];
+    tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
+        dk, sm.q_stage(st.index), kv_col0, sm.ds_tile(0), tile::Accumulate::Yes);
+    tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
+        dv, sm.do_stage(st.index), kv_col0, sm.p_tile(0), tile::Accumulate::Yes);
+    dq_gemm(dq, 0);
+    ptx::wgmma_wait_group<2>();  // dK
+#pragma unroll
+    for (int mb = 0; mb < kMBlocks; ++mb) tile::pin_registers(dk[mb]);
+    sm.pipe.consumer_release(st);  // Q_i, L_i: every thread after its own reads
+    ptx::wgmma_wait_group<1>();    // dV
+#pragma unroll
+    for (int mb = 0; mb < kMBlocks; ++mb) tile::pin_registers(dv[mb]);
+    ptx::mbarrier_arrive(sm.do_empty_bar(st.index));  // dO_i, D_i
+    ptx::wgmma_wait_group<0>();                       // the first dQ piece
+    tile::pin_registers(dq);
+    stage_dq_piece(dq, 0);
+    dq_gemm(dq, 1);
+    ptx::wgmma_wait_group<0>();
+    tile::pin_registers(dq);
+    stage_dq_piece(dq, 1);
+    // Its GEMMs of the step are complete: the other warpgroup may overwrite P^T and dS^T.
+    if (t + 1 < steps)
+      ptx::named_barrier_arrive(kBwdBarrierDsFreeBase + (1 - wg), 128 * Tr::kConsumers);
+    st.advance();
+  }
+  // Lines 35-37: dK_j^T (scaled) and dV_j^T, transposed back into K_j's and V_j's tiles once
+  // no GEMM of either warpgroup reads them, then out: by TMA, or (dK or dV not TMA-aligned,
+  // bwd_params.h) in 4-byte pairs read back from the tiles. Keys no query sees (causal) get
+  // zeros; rows past seqlen_k are dropped.
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb)
+#pragma unroll
+    for (int e = 0; e < Tr::kBlockN / 2; ++e) dk[mb][e] *= p.scale;
+  ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+#pragma unroll
+  for (int mb = 0; mb < kMBlocks; ++mb) {
+    tile::warpgroup_store_acc_transposed<typename Tr::KVTile, Tr::kBlockN>(dk[mb], sm.k, 0,
+                                                                           kv_col0 + 64 * mb, t_wg);
+    tile::warpgroup_store_acc_transposed<typename Tr::KVTile, Tr::kBlockN>(dv[mb], sm.v, 0,
+                                                                           kv_col0 + 64 * mb, t_wg);
+  }
+  ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
+  ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+  if (p.dkv_tma) {
+    if (wg == 0 && t_wg == 0) bwd_store_dkv_tma<Tr>(p, sm, w);
+    return;
+  }
+  constexpr int kPairsPerRow = Tr::kHeadDim / 2;
+  for (int i = 128 * wg + t_wg; i < Tr::kBlockN * kPairsPerRow; i += 128 * Tr::kConsumers) {
+    const int key_in_block = i / kPairsPerRow, col = 2 * (i % kPairsPerRow);
+    const int key = w.n_block * Tr::kBlockN + key_in_block;
+    if (key >= p.seqlen_k) continue;
+    const uint32_t at = Tr::KVTile::offset(key_in_block, col);
+    const int64_t k_at = w.batch * p.dk_stride[0] + key * p.dk_stride[1] +
+                         w.kv_head * p.dk_stride[2] + col;
+    const int64_t v_at = w.batch * p.dv_stride[0] + key * p.dv_stride[1] +
+                         w.kv_head * p.dv_stride[2] + col;
+    *reinterpret_cast<uint32_t*>(p.dk + k_at) = ptx::ld_shared_u32(sm.k + at);
+    *reinterpret_cast<uint32_t*>(p.dv + v_at) = ptx::ld_shared_u32(sm.v + at);
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   using Tr = BwdTraits<C>;
@@ -614,9 +809,9 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
         ptx::mbarrier_init(sm.do_full_bar(s), 1);
         ptx::mbarrier_init(sm.do_empty_bar(s), 128 * Tr::kConsumers);
       }
-    for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-      ptx::mbarrier_init(sm.dq_full_bar(wg), 128);
-      ptx::mbarrier_init(sm.dq_empty_bar(wg), 1);
+    for (int slot = 0; slot < Tr::kDqSlots; ++slot) {
+      ptx::mbarrier_init(sm.dq_full_bar(slot), 128);
+      ptx::mbarrier_init(sm.dq_empty_bar(slot), 1);
     }
     ptx::fence_mbarrier_init();
   }
@@ -629,7 +824,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
     if (threadIdx.x == 32) bwd_dq_writer<Tr>(p, sm, w);
   } else {
     ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    bwd_consumer<Tr>(p, sm, w, warpgroup - 1);
+    if constexpr (Tr::kKvTransposed)
+      bwd_consumer_transposed<Tr>(p, sm, w, warpgroup - 1);
+    else
+      bwd_consumer<Tr>(p, sm, w, warpgroup - 1);
   }
 }
 

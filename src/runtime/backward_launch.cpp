@@ -63,9 +63,11 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                                             " has query blocks the workspace layout does not tile");
   BwdParams p;
   std::memset(&p, 0, sizeof p);
+  // K_j, V_j, dK_j and dV_j move in boxes of kv_box_rows() keys, Q_i and dO_i of 64 rows.
+  const unsigned kv_box_rows = static_cast<unsigned>(c.kv_box_rows());
   Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
-  if (!e.failed()) e = encode_tensor_map(d, k, "k", 64, &p.tma_k);
-  if (!e.failed()) e = encode_tensor_map(d, v, "v", 64, &p.tma_v);
+  if (!e.failed()) e = encode_tensor_map(d, k, "k", kv_box_rows, &p.tma_k);
+  if (!e.failed()) e = encode_tensor_map(d, v, "v", kv_box_rows, &p.tma_v);
   if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
   if (e.failed()) return e;
   // dK and dV by TMA where both meet the TMA layout rule q, k, v and dout are held to
@@ -73,8 +75,8 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   // 4-byte stores, which take any layout the argument checks accept.
   p.dkv_tma = !tensor_rules::check_layout(dk, "dk", 2).failed() &&
               !tensor_rules::check_layout(dv, "dv", 2).failed() &&
-              !encode_tensor_map(d, dk, "dk", 64, &p.tma_dk).failed() &&
-              !encode_tensor_map(d, dv, "dv", 64, &p.tma_dv).failed();
+              !encode_tensor_map(d, dk, "dk", kv_box_rows, &p.tma_dk).failed() &&
+              !encode_tensor_map(d, dv, "dv", kv_box_rows, &p.tma_dv).failed();
   p.o = static_cast<const uint16_t*>(o.data);
   p.dout = static_cast<const uint16_t*>(dout.data);
   p.dq = static_cast<uint16_t*>(dq.data);

@@ -122,6 +122,7 @@ std::string bwd_kernel_name(const BwdConfig& c) {
   for (int i = 0; i < kFwdNumberCount; ++i)
     s += std::string("_") + kFwdNumbers[i].prefix + std::to_string(numbers[i]);
   if (c.kv_split == KvSplit::HeadDim) s += "_kvh";
+  if (c.kv_split == KvSplit::Transposed) s += "_kvt";
   if (c.dq_split == DqSplit::HeadDim) s += "_dqh";
   if (c.dq_split == DqSplit::Queries) s += "_dqq";
   if (c.causal) s += "_causal";

@@ -76,18 +76,21 @@ __device__ __forceinline__ void warpgroup_store_acc(const float (&acc)[N / 2], u
 }
 
 // Stores the TRANSPOSE of a 64 x N fp32 accumulator, converted to Tile's 16-bit type: tile
-// element (row0 + c, col0 + r) = acc (r, c), with stmatrix.trans (col0 a multiple of 8).
-// P^T or dS^T with the queries contiguous, for an SS GEMM that wants them K-major.
+// element (row0 + c, col0 + r) = acc (r, c), with stmatrix.trans (col0 a multiple of 8; N a
+// multiple of 8: a last 8-column group by an .x2). P^T or dS^T with the queries contiguous,
+// for an SS GEMM that wants them K-major; the _kvt backward's dK^T and dV^T back to keys x
+// head-dim tiles.
 template <class Tile, int N>
 __device__ __forceinline__ void warpgroup_store_acc_transposed(const float (&acc)[N / 2],
                                                                uint32_t tile_base, int row0,
                                                                int col0, int thread_in_wg) {
   using Elem = typename Tile::Element;
   static_assert(Elem::kIsMmaInput && Elem::kBytes == 2, "f16 or bf16 tiles");
-  static_assert(N % 16 == 0, "whole 16-column blocks");
+  static_assert(N % 8 == 0, "whole 8-column groups");
   const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
   // Matrix m of a k-step is the accumulator block (rows 16w + 8 (m % 2), cols 16 kk + 8 (m / 2));
-  // transposed, its row j lies at tile row 16 kk + 8 (m / 2) + j.
+  // transposed, its row j lies at tile row 16 kk + 8 (m / 2) + j. (An .x2 takes the
+  // addresses of lanes 0-15: matrices 0 and 1.)
   const int row = row0 + 8 * (lane / 16) + lane % 8;
   const int col = col0 + 16 * warp + 8 * ((lane / 8) % 2);
 #pragma unroll
@@ -96,6 +99,12 @@ __device__ __forceinline__ void warpgroup_store_acc_transposed(const float (&acc
 #pragma unroll
     for (int i = 0; i < 4; ++i) r[i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
     ptx::stmatrix_x4_trans(tile_base + Tile::offset(row + 16 * kk, col), r);
+  }
+  if constexpr (N % 16 != 0) {
+    constexpr int kk = N / 16;
+    const uint32_t r[2] = {Elem::pack2(acc[8 * kk], acc[8 * kk + 1]),
+                           Elem::pack2(acc[8 * kk + 2], acc[8 * kk + 3])};
+    ptx::stmatrix_x2_trans(tile_base + Tile::offset(row + 16 * kk, col), r);
   }
 }
 

@@ -315,6 +315,10 @@ CheckResult half_blocks(const KernelReport& k) {
 // dV and dQ): S^T, dP^T SS HGMMA.64x{block_m / warpgroups}x16; dV, dK SS (P^T and dS^T from
 // shared memory) and dQ SS, all HGMMA.64x{head_dim / warpgroups}x16, block_m/16 and
 // block_n/16 k-steps.
+// _kvt (as _kvh, dK and dV transposed): S, dP SS HGMMA.64x{block_n / warpgroups}x16,
+// head_dim/16 k-steps each; dV^T, dK^T SS HGMMA.64x{block_n}x16, block_m/16 k-steps for each
+// of the head_dim / warpgroups / 64 M blocks; dQ SS HGMMA.64x64x16, block_n/16 k-steps for
+// each of its head_dim / warpgroups / 64 pieces.
 // The mainloop (the innermost loop with the most wgmma) must hold exactly these, once per
 // iteration (or a whole multiple, were ptxas to unroll it).
 CheckResult match_bwd_gemms(const KernelReport& k, const std::map<WgmmaKind, size_t>& expected,
@@ -330,6 +334,21 @@ CheckResult bwd_gemms(const KernelReport& k) {
   const std::string opcode = k.traits.fp8 ? "QGMMA" : "HGMMA";
   const std::string s_shape = "64x" + std::to_string(bm) + "x16", d_shape = "64x" + std::to_string(d) + "x16";
   std::map<WgmmaKind, size_t> expected;
+  if (k.traits.kv_split == KvSplit::Transposed) {
+    const int w = k.traits.consumer_warpgroups ? *k.traits.consumer_warpgroups : 0;
+    if (w <= 0 || !k.traits.block_n || d % (64 * w) != 0)
+      return {id, false, "a _kvt name gives its warpgroups, block_n and 64-column blocks"};
+    const int bn = *k.traits.block_n, blocks = d / w / 64;
+    expected[WgmmaKind{opcode, "64x" + std::to_string(bn / w) + "x16", "SS"}] +=
+        2 * static_cast<size_t>(d / 16);  // S, dP
+    expected[WgmmaKind{opcode, "64x" + std::to_string(bn) + "x16", "SS"}] +=
+        2 * static_cast<size_t>(blocks * bm / 16);  // dV^T, dK^T
+    expected[WgmmaKind{opcode, "64x64x16", "SS"}] += static_cast<size_t>(blocks * bn / 16);  // dQ
+    return match_bwd_gemms(k, expected,
+                           "(S, dP: 2 x " + std::to_string(d / 16) + " SS; dV^T, dK^T: 2 x " +
+                               std::to_string(blocks * bm / 16) + " SS; dQ: " +
+                               std::to_string(blocks * bn / 16) + " SS)");
+  }
   if (k.traits.kv_split == KvSplit::HeadDim) {
     const int w = k.traits.consumer_warpgroups ? *k.traits.consumer_warpgroups : 0;
     if (w <= 0 || !k.traits.block_n) return {id, false, "a _kvh name gives its warpgroups and block_n"};
