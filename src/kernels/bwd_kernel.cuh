@@ -850,6 +850,14 @@ struct BwdAuxBlock {
         batch(static_cast<int>(gridDim.z - 1 - blockIdx.z)) {}
 };
 
+// Whether every 8-element piece (8 head-dim columns from a multiple of 8) of a 16-bit tensor
+// with these (batch, seqlen, head) element strides is 16-byte aligned: one 16-byte access
+// each; otherwise the 4-byte pairs the argument checks guarantee.
+__device__ __forceinline__ bool pieces_16b_aligned(const uint16_t* data, const int64_t (&stride)[3]) {
+  return reinterpret_cast<uintptr_t>(data) % 16 == 0 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+         stride[2] % 8 == 0;
+}
+
 // A 16-bit value of the kernel's dtype as a float.
 template <class Tr>
 __device__ __forceinline__ float to_f32(uint32_t bits) {
@@ -880,10 +888,7 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   const int col = 8 * (static_cast<int>(threadIdx.x) % kRowThreads);
   const int row_in_pass = static_cast<int>(threadIdx.x) / kRowThreads;
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
-  const bool wide = reinterpret_cast<uintptr_t>(p.o) % 16 == 0 &&
-                    reinterpret_cast<uintptr_t>(p.dout) % 16 == 0 && p.o_stride[0] % 8 == 0 &&
-                    p.o_stride[1] % 8 == 0 && p.o_stride[2] % 8 == 0 && p.do_stride[0] % 8 == 0 &&
-                    p.do_stride[1] % 8 == 0 && p.do_stride[2] % 8 == 0;
+  const bool wide = pieces_16b_aligned(p.o, p.o_stride) && pieces_16b_aligned(p.dout, p.do_stride);
 #pragma unroll 1
   for (int pass0 = 0; pass0 < kPasses; pass0 += kBatch) {
     uint4 o8[kBatch], do8[kBatch];
@@ -977,8 +982,7 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   __syncthreads();
   // Out in 16-byte pieces where dq allows it (16-byte aligned data and strides), else in the
   // 4-byte pairs the argument checks guarantee.
-  const bool wide = reinterpret_cast<uintptr_t>(p.dq) % 16 == 0 && p.dq_stride[0] % 8 == 0 &&
-                    p.dq_stride[1] % 8 == 0 && p.dq_stride[2] % 8 == 0;
+  const bool wide = pieces_16b_aligned(p.dq, p.dq_stride);
   constexpr int kPieces = Tr::kHeadDim / 8;  // 16-byte pieces of a row
 #pragma unroll 4
   for (int i = threadIdx.x; i < Tr::kBlockM * kPieces; i += kBwdAuxThreads) {
