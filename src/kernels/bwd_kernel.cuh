@@ -1,6 +1,6 @@
 // FlashAttention-3 backward (paper Algorithm 3), warp-specialized.
 //
-// One CTA owns block_n keys (128; 64 at head dim 256) of one (batch, K/V head): their K_j and
+// One CTA owns block_n keys (128; 80 at head dim 256) of one (batch, K/V head): their K_j and
 // V_j are loaded once, and dK_j, dV_j stay in registers while the CTA walks every query block
 // of every query head of the K/V head's group (GQA/MQA: the group's sum needs no atomics and
 // no copy of K/V); at the end they go out through K_j's and V_j's tiles by TMA stores.
@@ -20,6 +20,8 @@
 //                         fragment order for the writer (DqAccumLayout). With _kvh (head dim
 //                         256) they share the keys instead: S^T, dP^T of 32 queries each, P^T
 //                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
+//                         With _kvt (head dim 256, 80 keys; bwd_consumer_transposed) S and dP
+//                         of 40 keys each, not transposed, and dK^T, dV^T of 128 columns each.
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
