@@ -321,7 +321,7 @@ template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w) {
   constexpr DqAccumLayout kLayout{Tr::kHeadDim};
-  static_assert(Tr::kDqSlots >= 2, "a buffer is freed after the next piece's add is issued");
+  static_assert(Tr::kDqSlots >= 2, "the ring frees a buffer after the next piece's add is issued");
   // The accumulator's lines stay in L2 for the next K/V blocks' adds.
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
@@ -365,24 +365,45 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       else
         ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
       ptx::bulk_commit_group();
-      // The last piece's buffer is freed once its add has read it: a warpgroup need not wait
-      // for the next piece's add (its wait for the free buffer was 2.5% of the samples).
-      if (piece > 0) {
-        ptx::bulk_wait_group_read<1>();
-        ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+      if constexpr (kRing) {
+        // The ring's buffers come back within the step: the last piece's once its add has
+        // read it, after this piece's add is issued.
+        if (piece > 0) {
+          ptx::bulk_wait_group_read<1>();
+          ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+        }
+        last_slot = slot;
+        if (++ring_slot == Tr::kDqSlots) ring_slot = 0, ring_phase ^= 1;
       }
-      last_slot = slot;
-      if (kRing && ++ring_slot == Tr::kDqSlots) ring_slot = 0, ring_phase ^= 1;
     }
-    if (p.ordered_adds) {
-      // The adds must be complete in global memory, not only have read shared memory, before
-      // the next K/V block's CTA may add.
+    // Ordered: the adds must be complete in global memory, not only have read shared memory,
+    // before the next K/V block's CTA may add.
+    auto publish_adds = [&] {
       ptx::bulk_wait_group<0>();
       ptx::fence_proxy_async_global();
       ptx::red_add_release_gpu(semaphore, 1);
+    };
+    if constexpr (kRing) {
+      if (p.ordered_adds) publish_adds();
+      ptx::bulk_wait_group_read<0>();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+    } else {
+      static_assert(Tr::kDqSlots == 2, "the buffers are freed one by one below");
+      if (p.ordered_adds) {
+        // Freed once the adds are complete: freed after their reads instead, the deterministic
+        // mode lost 4-5% at d128 from 4k (an H100; v27c).
+        publish_adds();
+        ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+        ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+      } else {
+        // Each buffer is freed once its own add has read it: the first warpgroup need not wait
+        // for the second's add (its wait for the free buffer was 2.5% of the samples).
+        ptx::bulk_wait_group_read<1>();
+        ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+        ptx::bulk_wait_group_read<0>();
+        ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+      }
     }
-    ptx::bulk_wait_group_read<0>();
-    ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
   }
   ptx::bulk_wait_group<0>();
 }
