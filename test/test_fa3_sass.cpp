@@ -178,6 +178,13 @@ const FixtureCase kFixtures[] = {
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2", kBwdMain},
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_pre", "no_spills=pass"},
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_post", "no_spills=pass"},
+    // The d256 backward with 80-key blocks (_kvt): S and dP HGMMA.64x40x16, dK^T and dV^T
+    // HGMMA.64x80x16 in two M blocks, dQ in two HGMMA.64x64x16 pieces (a real cubin).
+    {"real/fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh.sass", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh", kBwdMain},
+    {"real/fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh.sass", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_pre",
+     "no_spills=pass"},
+    {"real/fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh.sass", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_post",
+     "no_spills=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
