@@ -166,6 +166,15 @@ struct BwdSmem {
     return dq + slot * Tr::DqStaging::kBytes;
   }
   __device__ __forceinline__ uint32_t dq_full_bar(int slot) const { return dq_full + 8 * slot; }
+  // The ring's entry `entry` (dq_pieces() t + p: piece p of step t): its buffer and the parity
+  // of that buffer's use.
+  struct DqRingPosition {
+    int slot;
+    uint32_t phase;
+  };
+  __device__ static __forceinline__ DqRingPosition dq_ring_position(int entry) {
+    return {entry % Tr::kDqSlots, static_cast<uint32_t>((entry / Tr::kDqSlots) & 1)};
+  }
   __device__ __forceinline__ uint32_t dq_empty_bar(int slot) const { return dq_empty + 8 * slot; }
 };
 
@@ -326,12 +335,9 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
-  // The ring's next buffer and its phase. With a buffer per piece, piece p's buffer is p and
-  // its phase that of the step, both known where the loop unrolls (an A/B of the ring's
-  // counters there: -1% at d64 causal 2k-16k).
+  // With a buffer per piece, piece p's buffer is p and its phase that of the step, both
+  // known where the loop unrolls (an A/B of ring counters there: -1% at d64 causal 2k-16k).
   constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
-  int ring_slot = 0;
-  uint32_t ring_phase = 0;
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
@@ -346,8 +352,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     int last_slot = 0;
 #pragma unroll
     for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
-      const int slot = kRing ? ring_slot : piece;
-      tile::mbarrier_wait(sm.dq_full_bar(slot), kRing ? ring_phase : static_cast<uint32_t>(t & 1));
+      const typename BwdSmem<Tr>::DqRingPosition at_ring =
+          kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
+                : typename BwdSmem<Tr>::DqRingPosition{piece, static_cast<uint32_t>(t & 1)};
+      const int slot = at_ring.slot;
+      tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
       // The key split's parts add to the same floats: ordered, the second waits until the
       // first is complete (the order of two bulk operations in flight is not).
       if (!Tr::kSharedDs && piece > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
@@ -373,7 +382,6 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
           ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
         }
         last_slot = slot;
-        if (++ring_slot == Tr::kDqSlots) ring_slot = 0, ring_phase ^= 1;
       }
     }
     // Ordered: the adds must be complete in global memory, not only have read shared memory,
@@ -751,13 +759,11 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
     // ring takes the warpgroups' first pieces, then their second ones, so that a warpgroup's
     // buffer is freed by the adds of pieces staged before its own.
     auto stage_dq_piece = [&](const float(&dq)[Tr::kDqPieceCols / 2], int c) {
-      const int entry = Tr::kDqPieces * t + Tr::kConsumers * c + wg;
-      const int slot = entry % Tr::kDqSlots;
-      const uint32_t phase = static_cast<uint32_t>((entry / Tr::kDqSlots) & 1);
-      tile::mbarrier_wait(sm.dq_empty_bar(slot), phase ^ 1);
-      Tr::DqStaging::warpgroup_store(dq, sm.dq_part(slot), t_wg);
+      const auto at_ring = sm.dq_ring_position(Tr::kDqPieces * t + Tr::kConsumers * c + wg);
+      tile::mbarrier_wait(sm.dq_empty_bar(at_ring.slot), at_ring.phase ^ 1);
+      Tr::DqStaging::warpgroup_store(dq, sm.dq_part(at_ring.slot), t_wg);
       ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(sm.dq_full_bar(slot));
+      ptx::mbarrier_arrive(sm.dq_full_bar(at_ring.slot));
     };
     static_assert(kPiecesPerWg == 2, "two dQ pieces a warpgroup");
     float dq[Tr::kDqPieceCols / 2];
