@@ -24,6 +24,8 @@ scattered by +-10%), so only the blocks' TFLOPS (steady to +-0.5%) are to be tru
     python3 bench/clock_trace.py --hdim 128 --seqlens 8192,16384 --systems fa3,cudnn
     python3 bench/clock_trace.py --kernels fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_ls_pp_ps_xt
     python3 bench/clock_trace.py --energy --systems "" --kernels A,B --seqlens 16384
+    python3 bench/clock_trace.py --direction bwd --hdim 64 --causal 1 --systems fa3,fa3-public \
+        --public-fa3 .anchors/fa3
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from pathlib import Path
 
 import torch
 
-from compare import DTYPES, Shape, System, all_systems, make_input_sets, time_system
+from compare import (DTYPES, Shape, System, all_systems, import_public_fa3, make_input_sets,
+                     public_fa3_system, time_direction)
 import fa3  # noqa: E402 (compare puts the repository's python/ on the path)
 
 SMI_FIELDS = ("timestamp", "clocks.sm", "power.draw", "temperature.gpu")
@@ -128,6 +131,11 @@ def energy_block(system: System, sets: list, causal: bool, seconds: float, warmu
 
 def systems_from(args: argparse.Namespace) -> list[System]:
     known = all_systems()
+    if args.public_fa3:
+        why = import_public_fa3(args.public_fa3)
+        if why:
+            raise SystemExit(f"--public-fa3 {args.public_fa3}: {why}")
+        known["fa3-public"] = public_fa3_system()
     chosen = [known[name] for name in args.systems.split(",") if name]
     for kernel in filter(None, args.kernels.split(",")):
         short = "d" + kernel.split("_d", 1)[-1]  # fa3_fwd_bf16_d128_... -> d128_...
@@ -148,6 +156,12 @@ def main() -> int:
                         help="heads instead of the paper grid's 2048 / hdim (e.g. equal flops "
                              "at two lengths, so the difference is the cost of half the tiles)")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    parser.add_argument("--direction", choices=("fwd", "bwd"), default="fwd",
+                        help="what a timed call is: the forward, or the backward alone "
+                             "(each input set's forward run once beforehand, as compare.py)")
+    parser.add_argument("--public-fa3", default="",
+                        help="directory of the public FA3's flash_attn_interface: the system "
+                             "fa3-public")
     parser.add_argument("--systems", default="fa3,cudnn",
                         help="compare.py systems (fa3, cudnn, flash), comma-separated")
     parser.add_argument("--kernels", default="",
@@ -165,16 +179,23 @@ def main() -> int:
         parser.error("--rounds, --calls and --interval-ms must be at least 1")
     if args.energy_seconds <= 0:
         parser.error("--energy-seconds must be positive")
+    if args.kernels and args.direction != "fwd":
+        parser.error("--kernels names forward kernels: give --direction fwd")
+    if args.energy and args.direction != "fwd":
+        parser.error("--energy times forward calls only")
     if args.batch < 0 or args.heads < 0:
         parser.error("--batch and --heads must be positive (0: the paper's grid)")
 
     dtype, device = DTYPES[args.dtype], torch.device("cuda")
-    shapes = [Shape(int(s), args.hdim, bool(args.causal), args.batch, args.heads)
-              for s in args.seqlens.split(",")]
+    shapes = [Shape(int(s), args.hdim, bool(args.causal), args.batch, args.heads,
+                    args.direction) for s in args.seqlens.split(",")]
     systems = systems_from(args)
     if not systems:
         parser.error("no system to time: give --systems or --kernels")
     inputs = {shape: make_input_sets(shape, dtype, device) for shape in shapes}
+    douts = {shape: [torch.randn_like(q) for q, _, _ in inputs[shape]] if args.direction == "bwd"
+             else [] for shape in shapes}
+    prepared = {shape: {} for shape in shapes}  # bwd: each system's forwards, kept over rounds
     for shape in shapes:
         print(f"# seqlen {shape.seqlen}: {shape.config}, batch {shape.batch}, heads "
               f"{shape.heads}, {shape.flops / 1e12:.3f} TFLOP a call")
@@ -189,8 +210,8 @@ def main() -> int:
         for round_index in range(args.rounds):
             for shape in shapes:
                 for system in systems:
-                    times = time_system(system, inputs[shape], shape.causal, args.calls,
-                                        args.warmup)
+                    times = time_direction(system, shape, inputs[shape], douts[shape],
+                                           args.calls, args.warmup, prepared[shape])
                     end = time.time()
                     blocks.append({"round": round_index, "system": system.key,
                                    "seqlen": shape.seqlen, "end": end,
