@@ -50,7 +50,8 @@
 #       cuDNN): each system's time in blocks of calls next to the SM clock and power that
 #       nvidia-smi sampled during the block, TFLOPS per GHz and per kW;
 #       CLOCK_ARGS="--energy --systems= --kernels A,B": ~1 s blocks of back-to-back calls, the
-#       kernels' sustained speed at the power cap
+#       kernels' sustained speed at the power cap; CLOCK_ARGS="--direction bwd --hdim 64
+#       --causal 1 --systems fa3,fa3-public --public-fa3 .anchors/fa3": the backward alone
 #   ncu-systems: one compare.py cell ($PROFILE_ARGS, default --hdim 64 --seqlen 1024 --causal 1)
 #       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
 #       bench/profile_call.py: the kernels a call launches, then the attention kernel's
