@@ -678,3 +678,26 @@ TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of thr
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_dqh_kvt", &why));
   CHECK(why.find("_kvh or _kvt") != std::string::npos);
 }
+
+TEST_CASE("the _p32 backward: setmaxnreg 32 / 232", "[cpu][registry]") {
+  const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal");
+  REQUIRE(c);
+  CHECK(c->producer_regs_32);
+  CHECK(c->causal);
+  CHECK(c->producer_regs() == 32);
+  CHECK(c->consumer_regs() == 232);
+  CHECK(fa3::bwd_kernel_name(*c) == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal");
+  // What the producer gives up the consumers get: a CTA has 168 registers a thread (384
+  // threads) at launch, for 24/240 and 32/232 alike.
+  CHECK(128 * c->producer_regs() + 256 * c->consumer_regs() <= 168 * 384);
+  const auto base = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal");
+  REQUIRE(base);
+  CHECK(128 * base->producer_regs() + 256 * base->consumer_regs() <= 168 * 384);
+  CHECK(base->producer_regs() == 24);
+  CHECK(base->consumer_regs() == 240);
+  // The same shared-memory plan: only the registers differ.
+  CHECK(fa3::BwdSmemLayout::of(*c).total_bytes == fa3::BwdSmemLayout::of(*base).total_bytes);
+  std::string why;
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_p32_dqh_causal", &why));
+  CHECK(why.find("_p32") != std::string::npos);
+}

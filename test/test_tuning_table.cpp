@@ -38,7 +38,9 @@ std::string backward_kernel(const std::string& dtype, int head_dim, bool causal)
   const char* shape = head_dim == 64    ? "_m128_n128_s2_w2_dqq"
                       : head_dim == 128 ? "_m64_n128_s2_w2_dqh"
                                         : "_m64_n80_s1_w2_kvt_dqh";
-  return "fa3_bwd_" + dtype + "_d" + std::to_string(head_dim) + shape + (causal ? "_causal" : "");
+  // d128 causal: setmaxnreg 32 / 232 (_p32).
+  const char* regs = head_dim == 128 && causal ? "_p32" : "";
+  return "fa3_bwd_" + dtype + "_d" + std::to_string(head_dim) + shape + regs + (causal ? "_causal" : "");
 }
 // A second bf16 d64 backward kernel (the lab's key split of dQ).
 const char* const kBackwardLabKernel = "fa3_bwd_bf16_d64_m64_n128_s2_w2";
@@ -715,9 +717,9 @@ TEST_CASE("bwd entries: kernel fit and config", "[cpu][tuning]") {
   REQUIRE(e20["kernel"] == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh");
 
   SECTION("a backward kernel of another key") {
-    e20["kernel"] = "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal";
+    e20["kernel"] = "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal";
     CHECK(error_of(doc) == kPrefix +
-                               "entries[20].kernel \"fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal\" "
+                               "entries[20].kernel \"fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal\" "
                                "does not fit its match (kernel causal true, match causal false)");
     e20["kernel"] = "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh";
     CHECK(error_of(doc) == kPrefix +

@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq][_p32][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -24,6 +24,9 @@
 // Each warpgroup stages its part in fragment order (tile::AccStagingTile) and the dQ writer
 // adds it with one plain bulk reduce-add: the workspace's dQ accumulator keeps each query
 // block as block_m / 64 bands of 64 rows x head_dim in tile::AccFragmentOrder (DqAccumLayout).
+// _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
+// thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
+// differently (d128 causal: +0.7-2%, docs/perf-history.md v28l).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
@@ -52,6 +55,7 @@ struct BwdConfig {
   int consumer_warpgroups = 2;  // one producer warpgroup + these
   DqSplit dq_split = DqSplit::Keys;
   KvSplit kv_split = KvSplit::Keys;
+  bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
   bool causal = false;
 
   // Whether the warpgroups share the keys and split the head dim of dK_j and dV_j (_kvh,
@@ -96,8 +100,14 @@ struct BwdConfig {
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
   // start only when this step's GEMMs release the stage.
   constexpr bool split_qdo_barriers() const { return stages == 1; }
-  constexpr int producer_regs() const { return consumer_warpgroups == 2 ? 24 : 32; }
-  constexpr int consumer_regs() const { return consumer_warpgroups == 2 ? 240 : 160; }
+  // A CTA gets 168 registers a thread at launch (384 threads): what the producer gives up, the
+  // consumers get (24 -> 240, 32 -> 232).
+  constexpr int producer_regs() const {
+    return consumer_warpgroups == 2 && !producer_regs_32 ? 24 : 32;
+  }
+  constexpr int consumer_regs() const {
+    return consumer_warpgroups == 2 ? (producer_regs_32 ? 232 : 240) : 160;
+  }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
 };
 
@@ -256,12 +266,16 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     r.config.dq_split = DqSplit::Queries;
     pos += 4;
   }
+  if (spells_at(name, pos, "p32")) {
+    r.config.producer_regs_32 = true;
+    pos += 4;
+  }
   if (spells_at(name, pos, "causal")) {
     r.config.causal = true;
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh or _dqq, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh or _dqq, _p32, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -155,17 +155,19 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # preprocess and postprocess kernels.
 BWD_PRODUCTION_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_causal \
-  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_causal \
+  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal \
   fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal \
-  fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal \
+  fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal \
   fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_causal \
   fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal
 
 # Backward variants explored and kept for the lab build: the key split of dQ (each consumer
 # warpgroup adds its own dQ_i over its 64 keys: two fp32 parts a step, v26a/b in
-# docs/perf-history.md) at d64 with 64-row query blocks. (At d128 it needs the dQ accumulator
-# next to dK and dV, and ptxas serializes its wgmmas.)
+# docs/perf-history.md) at d64 with 64-row query blocks (at d128 it needs the dQ accumulator
+# next to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal
+# with setmaxnreg 24/240 (the production one is _p32, v28l).
 BWD_LAB_KERNELS := \
+  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal \
   fa3_bwd_f16_d64_m64_n128_s2_w2 fa3_bwd_f16_d64_m64_n128_s2_w2_causal \
   fa3_bwd_bf16_d64_m64_n128_s2_w2 fa3_bwd_bf16_d64_m64_n128_s2_w2_causal \
   fa3_bwd_f16_d256_m64_n64_s1_w2_kvh_dqh fa3_bwd_f16_d256_m64_n64_s1_w2_kvh_dqh_causal \
