@@ -177,7 +177,12 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
           : (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
                 c.block_n == 64 * c.consumer_warpgroups &&
                 (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64);
-  return shape_ok && c.consumer_warpgroups == 2 && c.stages >= 1 && c.stages <= 3 &&
+  // setmaxnreg only moves registers within the CTA's launch allocation (65536 / threads, in
+  // multiples of 8, a thread): a count over it would make the consumers' increase wait forever.
+  const int launch_regs = 65536 / c.threads() / 8 * 8;
+  const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
+                       launch_regs * c.threads();
+  return shape_ok && regs_ok && c.consumer_warpgroups == 2 && c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 
