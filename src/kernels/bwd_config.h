@@ -26,7 +26,7 @@
 // block as block_m / 64 bands of 64 rows x head_dim in tile::AccFragmentOrder (DqAccumLayout).
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
-// differently (d128 causal: +0.7-2%, docs/perf-history.md v28l).
+// differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
