@@ -48,10 +48,10 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
   return t;
 }
 
-// The workspace of Args' problem: batch 2 x heads 8 x 128 rows (100 rounded up to 128-row
-// blocks) = 2048 rows; lse_log2 and dpsum 8192 bytes each, dq_accum 2048 x 128 x 4 bytes,
-// then 2 x 8 x 2 semaphores.
-constexpr size_t kArgsWorkspaceBytes = 8192 + 8192 + 2048 * 128 * 4 + 32 * 4;
+// The workspace of Args' problem: batch 2 x heads 8 x 160 rows (100 rounded up to whole
+// 128-row blocks, 128, and to whole 80-row blocks, 160: the larger) = 2560 rows; lse_log2
+// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores.
+constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4;
 
 struct Args {
   fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
@@ -284,7 +284,7 @@ const Rule kRules[] = {
      FA3_ERR_INVALID_ARGUMENT, "workspace (0xa00000080) must be 256-byte aligned"},
     {"workspace too small", [](Args& a) { a.workspace_bytes = kArgsWorkspaceBytes - 1; },
      FA3_ERR_INVALID_ARGUMENT,
-     "workspace_bytes (1065087) is less than the 1065088 bytes this problem needs (fa3_backward_workspace_size)"},
+     "workspace_bytes (1331359) is less than the 1331360 bytes this problem needs (fa3_backward_workspace_size)"},
     {"workspace overlaps dv", [](Args& a) { a.workspace = reinterpret_cast<char*>(kDv) + 256; },
      FA3_ERR_INVALID_ARGUMENT,
      "workspace overlaps dv in memory: the workspace must not share memory with a tensor or lse"},
@@ -562,11 +562,20 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   prob.batch = 2; prob.heads = 8; prob.seqlen_q = 100; prob.seqlen_k = 300; prob.head_dim = 128;
   fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
   CHECK(w.lse_log2 == 0u);
-  CHECK(w.dpsum == 8192u);                        // 2 x 8 x 128 rows of fp32
-  CHECK(w.dq_accum == 16384u);
-  CHECK(w.dq_semaphore == 16384u + 2048u * 128 * 4);
-  CHECK(w.total == w.dq_semaphore + 2 * 8 * 2 * 4);  // one int32 per (batch, head, 64 rows)
+  CHECK(fa3::backward_rows(100) == 160);           // 80-row blocks need more than 128-row ones
+  CHECK(w.dpsum == 10240u);                       // 2 x 8 x 160 rows of fp32
+  CHECK(w.dq_accum == 20480u);
+  CHECK(w.dq_semaphore == 20480u + 2560u * 128 * 4);
+  CHECK(w.total == w.dq_semaphore + 2560 / 64 * 4);  // one int32 per 64 rows
   CHECK(w.total == kArgsWorkspaceBytes);
+  // Every kernel's last query block lies inside the rows: whole blocks of 64, 80 and 128.
+  for (int64_t s : {1, 63, 64, 65, 79, 80, 81, 127, 128, 129, 160, 255, 256, 640, 1000, 8192})
+    for (int64_t block_m : {64, 80, 128}) {
+      INFO("seqlen_q " << s << ", block_m " << block_m);
+      CHECK((s + block_m - 1) / block_m * block_m <= fa3::backward_rows(s));
+      CHECK(fa3::backward_rows(s) % 16 == 0);  // 16-byte aligned rows of LSE, D
+      CHECK(fa3::backward_rows(s) < s + 128);
+    }
 
   // One row: everything rounds up to a 128-row block (two 64-row semaphores); d64.
   prob.batch = 1; prob.heads = 1; prob.seqlen_q = 1; prob.head_dim = 64;
@@ -576,10 +585,11 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dq_semaphore == 1024u + 128 * 64 * 4);
   CHECK(w.total == w.dq_semaphore + 2 * 4);
 
-  // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout.
+  // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout (8192 rows
+  // take 103 blocks of 80: 8240).
   prob.batch = 2; prob.heads = 1032; prob.seqlen_q = 8192; prob.head_dim = 128;
   w = fa3::backward_workspace(prob);
-  const size_t rows = size_t{2} * 1032 * 8192;
+  const size_t rows = size_t{2} * 1032 * 8240;
   CHECK(w.dpsum == rows * 4);
   CHECK(w.dq_accum == rows * 8);
   CHECK(w.dq_semaphore == rows * 8 + rows * 128 * 4);
@@ -623,6 +633,30 @@ TEST_CASE("backward: the dQ accumulator's block layout (DqAccumLayout)", "[cpu][
       CHECK(layout.float_index(row, 64 + col) == layout.part_offset(0, 64) + i);
       CHECK(layout.float_index(64 + row, col) == layout.part_offset(64, 0) + i);
     }
+  // _dqt (dQ^T computed): every element of a block has its own float, and warpgroup w's
+  // value e of thread t (its dQ^T row = head-dim column 64 w + row_of, its column = the
+  // block's row col_of) is float 64 block_m w + AccFragmentOrder::index(t, e), where the dQ
+  // writer adds the staged piece.
+  for (int block_m : {64, 80}) {
+    std::vector<int> seen(static_cast<size_t>(block_m) * 128, 0);
+    for (int row = 0; row < block_m; ++row)
+      for (int col = 0; col < 128; ++col) {
+        const int64_t f = fa3::DqAccumLayout::transposed_float_index(row, col, block_m);
+        REQUIRE(f >= 0);
+        REQUIRE(f < static_cast<int64_t>(seen.size()));
+        ++seen[static_cast<size_t>(f)];
+      }
+    for (int n : seen) REQUIRE(n == 1);
+    for (int w = 0; w < 2; ++w)
+      for (int t = 0; t < 128; ++t)
+        for (int e = 0; e < block_m / 2; ++e) {
+          const int i = fa3::tile::AccFragmentOrder::index(t, e);
+          const int hd = 64 * w + fa3::tile::AccFragmentOrder::row_of(i);
+          const int query = fa3::tile::AccFragmentOrder::col_of(i);
+          CHECK(fa3::DqAccumLayout::transposed_float_index(query, hd, block_m) ==
+                int64_t{64} * block_m * w + i);
+        }
+  }
 }
 
 TEST_CASE("backward: the first compiled kernel that fits runs; none is a sentence",

@@ -477,11 +477,13 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
          << ": it must be in FWD_PRODUCTION_KERNELS of src/kernels/kernels.mk");
     CHECK(production.count(name) == 1);
   }
-  // The backward's picks are production kernels too (BWD_PRODUCTION_KERNELS has no budget:
-  // it holds one kernel per key, and the table picks each).
+  // The backward's picks are production kernels too, and every production backward kernel is
+  // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and d128 non-causal a
+  // second one for seqlen_q from 1024, _dqt).
   const std::set<std::string> backward = backward_kernels();
   const std::set<std::string> backward_picks = table_kernels("bwd");
-  CHECK(backward_picks.size() == 12);
+  CHECK(backward_picks.size() == 14);
+  CHECK(backward_picks == backward);
   for (const std::string& name : backward_picks) {
     INFO("the built-in tuning table picks " << name
          << ": it must be in BWD_PRODUCTION_KERNELS of src/kernels/kernels.mk");
@@ -590,7 +592,7 @@ TEST_CASE("the library holds exactly the kernels of its kernel set", "[cpu][regi
   CHECK(compiled == expected);
 }
 
-TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and mask",
+TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and mask",
           "[cpu][registry]") {
   const std::set<std::string> backward = backward_kernels();
   std::set<std::string> covered;
@@ -604,7 +606,8 @@ TEST_CASE("backward kernel names: grammar, one kernel per dtype, head dim and ma
     covered.insert(std::string(fa3::dtype_name(cfg->dtype)) + "_d" +
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
-  CHECK(covered.size() == backward.size());
+  CHECK(covered.size() == 12);
+  CHECK(backward.size() == 14);  // d128 non-causal: _dqh below 1024 query rows, _dqt from there
   for (const std::string& name : backward_lab_kernels()) {
     INFO(name << " (BWD_LAB_KERNELS)");
     CHECK(fa3::parse_bwd_kernel_name(name));
@@ -677,6 +680,43 @@ TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of thr
   }
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_dqh_kvt", &why));
   CHECK(why.find("_kvh or _kvt") != std::string::npos);
+}
+
+TEST_CASE("the _dqt backward: dQ^T, 80-row query blocks at head dim 128", "[cpu][registry]") {
+  const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt");
+  REQUIRE(c);
+  CHECK(c->dq_split == fa3::DqSplit::HeadDimT);
+  CHECK(c->dq_transposed());
+  CHECK(c->block_m == 80);
+  CHECK(fa3::bwd_kernel_name(*c) == "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt");
+  // A warpgroup's part: dQ^T's 64 head-dim rows x the 80 queries, one piece a warpgroup.
+  CHECK(c->dq_rows() == 64);
+  CHECK(c->dq_cols() == 80);
+  CHECK(c->dq_pieces() == 2);
+  CHECK(c->dq_slots() == 2);
+  CHECK(c->s_cols() == 80);
+  CHECK(c->q_box_rows() == 80);  // one box per 80-row Q_i or dO_i
+  const fa3::BwdSmemLayout l = fa3::BwdSmemLayout::of(*c);
+  CHECK(l.qdo_stage_bytes == 80u * 128 * 2);
+  CHECK(l.ds_bytes == 80u * 128 * 2);
+  CHECK(l.dq_bytes == 64u * 80 * 4);
+  CHECK(l.total_bytes <= fa3::kBwdSmemLimit);
+  for (uint32_t offset : {l.k_offset, l.v_offset, l.q_offset, l.do_offset, l.ds_offset, l.dq_offset})
+    CHECK(offset % 1024 == 0);
+  // The 64-row kernels keep 64-row boxes (two for 128 rows).
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq")->q_box_rows() == 64);
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh")->q_box_rows() == 64);
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d128_m64_n128_s2_w2_dqt_causal"));
+  // _dqt is written for head dim 128 with 64- or 80-row blocks; the other splits not for 80.
+  std::string why;
+  for (const char* bad : {"fa3_bwd_bf16_d64_m80_n128_s2_w2_dqt", "fa3_bwd_bf16_d128_m128_n128_s2_w2_dqt",
+                          "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqh", "fa3_bwd_bf16_d128_m80_n128_s2_w2",
+                          "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqt"}) {
+    INFO(bad);
+    CHECK_FALSE(fa3::parse_bwd_kernel_name(bad, &why));
+    CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  }
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_dqh", &why));
 }
 
 TEST_CASE("the _p32 backward: setmaxnreg 32 / 232", "[cpu][registry]") {

@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq][_p32][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_p32][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -39,8 +39,11 @@
 
 namespace fa3 {
 
-// How the consumer warpgroups share the dQ_i = dS K_j GEMM of a step.
-enum class DqSplit { Keys, HeadDim, Queries };
+// How the consumer warpgroups share the dQ_i = dS K_j GEMM of a step. HeadDimT: by head dim,
+// computed transposed (dQ_i^T = K_j^T dS^T: the head dim as the wgmma M, the block_m queries as
+// N), so that block_m need not be a multiple of 64 (_dqt: 80-row query blocks at head dim 128,
+// as the public FA3's non-causal kernel).
+enum class DqSplit { Keys, HeadDim, Queries, HeadDimT };
 
 // How the consumer warpgroups share dK_j and dV_j: 64 keys each (all head-dim columns), or
 // all block_n keys, head_dim / warpgroups columns each (_kvh; _kvt with dK^T and dV^T).
@@ -73,19 +76,28 @@ struct BwdConfig {
   // Rows of a TMA box of K_j, V_j, dK_j and dV_j: 64 (a block of 128 keys is two boxes), or
   // _kvt's whole 80-key block.
   constexpr int kv_box_rows() const { return kv_transposed() ? block_n : 64; }
+  // Rows of a TMA box of Q_i and dO_i: 64 (a 128-row block is two boxes), or a whole 80-row
+  // block.
+  constexpr int q_box_rows() const { return block_m % 64 == 0 ? 64 : block_m; }
 
   // Whether a warpgroup's dQ GEMM reads the other's dS^T rows.
   constexpr bool dq_shared_ds() const { return dq_split != DqSplit::Keys; }
+  constexpr bool dq_transposed() const { return dq_split == DqSplit::HeadDimT; }
   // dS^T tiles in flight: when the dQ GEMMs read both warpgroups' rows, a warpgroup writes
   // the next step's while the other may still read this step's. _kvt has room for one: a
   // warpgroup waits for the other's reads of the last step's before it writes its rows.
   constexpr int ds_stages() const { return dq_shared_ds() && !kv_transposed() ? 2 : 1; }
-  // The rows and columns of a warpgroup's dQ accumulator (its part of dQ_i).
+  // The rows and columns of a warpgroup's dQ accumulator (its part of dQ_i; _dqt: of dQ_i^T,
+  // head-dim rows x query columns).
   constexpr int dq_rows() const {
-    return dq_split == DqSplit::Queries ? block_m / consumer_warpgroups : block_m;
+    return dq_split == DqSplit::Queries    ? block_m / consumer_warpgroups
+           : dq_split == DqSplit::HeadDimT ? head_dim / consumer_warpgroups
+                                           : block_m;
   }
   constexpr int dq_cols() const {
-    return dq_split == DqSplit::HeadDim ? head_dim / consumer_warpgroups : head_dim;
+    return dq_split == DqSplit::HeadDim    ? head_dim / consumer_warpgroups
+           : dq_split == DqSplit::HeadDimT ? block_m
+                                           : head_dim;
   }
   // How a step's dQ_i parts reach the dQ writer: dq_pieces() pieces of 64 rows x
   // dq_piece_cols() in a ring of dq_slots() staging buffers: piece p of step t, the ring's
@@ -111,8 +123,10 @@ struct BwdConfig {
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
 };
 
-// Shared memory a backward CTA may use (as the forward's).
-constexpr uint32_t kBwdSmemLimit = kFwdSmemLimit;
+// Shared memory a backward CTA may use: 227 KB per block (the main kernel declares no static
+// shared memory, only the aligned extern array; BwdSmemLayout's total keeps 1 KB of slack
+// to align its base).
+constexpr uint32_t kBwdSmemLimit = 227u * 1024u;
 
 // Threads of a CTA of the preprocess (_pre) and the postprocess (_post) kernels.
 constexpr int kBwdAuxThreads = 128;
@@ -174,6 +188,9 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
                 c.dq_split == DqSplit::HeadDim
       : c.kv_split_head_dim()
           ? c.head_dim == 256 && c.block_m == 64 && c.block_n == 64 && c.dq_split == DqSplit::HeadDim
+      : c.dq_transposed()
+          ? c.head_dim == 128 && (c.block_m == 64 || c.block_m == 80) &&
+                c.block_n == 64 * c.consumer_warpgroups
           : (c.head_dim == 64 || c.head_dim == 128) && (c.block_m == 64 || c.block_m == 128) &&
                 c.block_n == 64 * c.consumer_warpgroups &&
                 (c.dq_split != DqSplit::HeadDim || c.dq_cols() == 64);
@@ -209,6 +226,15 @@ struct DqAccumLayout {
   FA3_BWD_HOST_DEVICE constexpr int64_t float_index(int row, int col) const {
     const int r = row % 64, thread = 32 * (r / 16) + 4 * (r % 8) + (col % 8) / 2;
     return part_offset(row - r, 0) + (col / 8) * 512 + 4 * thread + 2 * ((r % 16) / 8) + col % 2;
+  }
+  // The _dqt kernels' blocks (dQ_i^T computed, DqSplit::HeadDimT): head_dim / 64 runs of
+  // 64 x block_m floats, run w dQ^T's head-dim rows [64 w, +64) x the block's block_m rows in
+  // tile::AccFragmentOrder. Float index of element (row, col) of the block.
+  FA3_BWD_HOST_DEVICE static constexpr int64_t transposed_float_index(int row, int col,
+                                                                      int block_m) {
+    const int r = col % 64, thread = 32 * (r / 16) + 4 * (r % 8) + (row % 8) / 2;
+    return static_cast<int64_t>(col / 64) * 64 * block_m + (row / 8) * 512 + 4 * thread +
+           2 * ((r % 16) / 8) + row % 2;
   }
 };
 
@@ -270,6 +296,9 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
   } else if (spells_at(name, pos, "dqq")) {
     r.config.dq_split = DqSplit::Queries;
     pos += 4;
+  } else if (spells_at(name, pos, "dqt")) {
+    r.config.dq_split = DqSplit::HeadDimT;
+    pos += 4;
   }
   if (spells_at(name, pos, "p32")) {
     r.config.producer_regs_32 = true;
@@ -280,7 +309,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh or _dqq, _p32, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _p32, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -79,6 +79,7 @@ struct BwdTraits {
   static constexpr bool kKvSplitHeadDim = kCfg.kv_split_head_dim();
   static constexpr bool kKvTransposed = kCfg.kv_transposed();
   static constexpr int kKvBoxRows = kCfg.kv_box_rows();
+  static constexpr int kQBoxRows = kCfg.q_box_rows();
   static constexpr int kKvCols = kCfg.kv_cols();  // a warpgroup's columns of dK_j and dV_j
   static constexpr int kSCols = kCfg.s_cols();    // its query columns of S^T and dP^T
   static constexpr int kDsStages = kCfg.ds_stages();
@@ -91,7 +92,10 @@ struct BwdTraits {
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
-  using DsTile = tile::SmemTile<Elem, kBlockN, kBlockM>;   // dS^T: keys x queries
+  static constexpr bool kDqTransposed = kCfg.dq_transposed();
+  // dS^T: keys x queries; _dqt: dS, queries x keys (the K-major B of dQ_i^T = K_j^T dS^T).
+  using DsTile = std::conditional_t<kDqTransposed, tile::SmemTile<Elem, kBlockM, kBlockN>,
+                                    tile::SmemTile<Elem, kBlockN, kBlockM>>;
   using DsRows = tile::SmemTile<Elem, 64, kBlockM>;        // a warpgroup's 64 keys of it
   using KSlice = tile::SmemTile<Elem, kBlockN, kCfg.dq_piece_cols()>;  // K_j's of a dQ piece
   using QSlice = tile::SmemTile<Elem, kBlockM, kKvCols>;  // _kvh: Q_i's or dO_i's of dK, dV
@@ -102,7 +106,7 @@ struct BwdTraits {
                 "tiles and the shared-memory plan agree");
   static_assert(kDqSplit != DqSplit::HeadDim || kDqCols % 64 == 0,
                 "the head-dim split gives a warpgroup whole K chunks");
-  static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M");
+  static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M (_dqt: of dQ_i^T)");
   static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a 128-byte chunk
   static constexpr int kAcc = kKvCols / 2;  // a thread's accumulators of dK_j or dV_j
   static constexpr int kSAcc = kSCols / 2;  // of S^T or dP^T (64 keys x its query columns)
@@ -260,7 +264,7 @@ __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const Bw
       (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
   const uint32_t full = sm.pipe.producer_commit(st, kHalfBytes);
   for (int c = 0; c < Tr::QTile::kChunks; ++c)
-    for (int r = 0; r < Tr::kBlockM; r += 64)  // the maps' boxes are 64 rows
+    for (int r = 0; r < Tr::kBlockM; r += Tr::kQBoxRows)  // the maps' boxes (q_box_rows)
       ptx::tma_load_4d(sm.q_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_q, full,
                        c * 64, m_block * Tr::kBlockM + r, head, w.batch);
   ptx::bulk_copy_global_to_shared(sm.lse_stage(st.index), p.lse_log2 + row0, Tr::kBlockM * 4, full);
@@ -268,7 +272,7 @@ __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const Bw
   const uint32_t do_full = sm.do_full_bar(st.index);
   ptx::mbarrier_arrive_expect_tx(do_full, kHalfBytes);
   for (int c = 0; c < Tr::QTile::kChunks; ++c)
-    for (int r = 0; r < Tr::kBlockM; r += 64)
+    for (int r = 0; r < Tr::kBlockM; r += Tr::kQBoxRows)
       ptx::tma_load_4d(sm.do_stage(st.index) + c * Tr::QTile::kChunkBytes + r * 128, &p.tma_do,
                        do_full, c * 64, m_block * Tr::kBlockM + r, head, w.batch);
   ptx::bulk_copy_global_to_shared(sm.dpsum_stage(st.index), p.dpsum + row0, Tr::kBlockM * 4, do_full);
@@ -302,7 +306,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
       const uint32_t full =
           sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
       for (int c = 0; c < Tr::QTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockM; r += 64) {  // the maps' boxes are 64 rows
+        for (int r = 0; r < Tr::kBlockM; r += Tr::kQBoxRows) {  // the maps' boxes (q_box_rows)
           const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
           const int row = m_block * Tr::kBlockM + r;
           ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
@@ -365,7 +369,10 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
       const int col0 =
           Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
-      float* part = block + kLayout.part_offset(row0, col0);
+      // _dqt: warpgroup wg's dQ_i^T piece (its 64 head-dim rows x block_m) is the block's
+      // wg-th run of 64 block_m floats (DqAccumLayout::transposed_float_index).
+      float* part = block + (Tr::kDqTransposed ? int64_t{64} * Tr::kBlockM * wg
+                                               : kLayout.part_offset(row0, col0));
       // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
       // key split's second part still adds onto the first), so the preprocess need not zero
       // the accumulator.
@@ -552,7 +559,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // step t - 1.
     const int ds_stage = Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages;
     const uint32_t ds = sm.ds_tile(ds_stage);
-    tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, a_row0, s_col0, t_wg);
+    if constexpr (Tr::kDqTransposed)  // dS: the warpgroup's 64 keys are its columns
+      tile::warpgroup_store_packed_transposed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, 0, 64 * wg,
+                                                                               t_wg);
+    else
+      tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, a_row0, s_col0, t_wg);
     if constexpr (Tr::kKvSplitHeadDim)
       tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
                                                                     s_col0, t_wg);
@@ -595,7 +606,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
       float dq[Tr::kDqAcc];
-      if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
+      if constexpr (Tr::kDqTransposed)  // dQ_i^T: its 64 head-dim rows x all block_m queries
+        tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::DsTile>(
+            dq, sm.k, 64 * wg, ds, tile::Accumulate::No);
+      else if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
         tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
             dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
       else if constexpr (Tr::kDqSplit == DqSplit::Queries)
@@ -909,7 +923,8 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   constexpr int kRowThreads = Tr::kHeadDim / 8;
   constexpr int kRowsPerPass = kBwdAuxThreads / kRowThreads;
   constexpr int kPasses = Tr::kBlockM / kRowsPerPass;
-  constexpr int kBatch = kPasses < 8 ? kPasses : 8;  // passes whose loads are in flight together
+  // Passes whose loads are in flight together: the largest divisor of kPasses up to 8.
+  constexpr int kBatch = kPasses % 8 == 0 ? 8 : kPasses % 5 == 0 ? 5 : kPasses < 8 ? kPasses : 1;
   static_assert(kRowThreads <= 32 && Tr::kBlockM % kRowsPerPass == 0 && kPasses % kBatch == 0,
                 "whole rows per warp, whole batches");
   const BwdAuxBlock at;
@@ -997,16 +1012,36 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   constexpr int kBandFloats = 64 * Tr::kHeadDim;
   const float4* block = reinterpret_cast<const float4*>(
       p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim);
+  if constexpr (Tr::kDqTransposed) {
+    // Runs of dQ^T (DqAccumLayout::transposed_float_index): a 16-byte load is head-dim rows
+    // r and r + 8 of two query columns, so each value goes to the tile on its own.
+    constexpr int kRunFloats = 64 * Tr::kBlockM;
+    uint16_t* tile16 = reinterpret_cast<uint16_t*>(tile);
 #pragma unroll 8
-  for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads) {
-    const int f = 4 * i, band = f / kBandFloats;
-    const int row = 64 * band + Order::row_of(f % kBandFloats), col = Order::col_of(f % kBandFloats);
-    const float4 a = block[i];
-    tile[row * kRowWords + col / 2] = Tr::kIsBF16 ? ptx::pack_bf16x2(a.x * p.scale, a.y * p.scale)
-                                                  : ptx::pack_f16x2(a.x * p.scale, a.y * p.scale);
-    tile[(row + 8) * kRowWords + col / 2] = Tr::kIsBF16
-                                                ? ptx::pack_bf16x2(a.z * p.scale, a.w * p.scale)
-                                                : ptx::pack_f16x2(a.z * p.scale, a.w * p.scale);
+    for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads) {
+      const int f = 4 * i, run = f / kRunFloats;
+      const int col = 64 * run + Order::row_of(f % kRunFloats), row = Order::col_of(f % kRunFloats);
+      const float4 a = block[i];
+      const float v[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float x = v[j] * p.scale;
+        tile16[(row + j % 2) * 2 * kRowWords + col + 8 * (j / 2)] = static_cast<uint16_t>(
+            Tr::kIsBF16 ? ptx::pack_bf16x2(x, 0.0f) : ptx::pack_f16x2(x, 0.0f));
+      }
+    }
+  } else {
+#pragma unroll 8
+    for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads) {
+      const int f = 4 * i, band = f / kBandFloats;
+      const int row = 64 * band + Order::row_of(f % kBandFloats), col = Order::col_of(f % kBandFloats);
+      const float4 a = block[i];
+      tile[row * kRowWords + col / 2] = Tr::kIsBF16 ? ptx::pack_bf16x2(a.x * p.scale, a.y * p.scale)
+                                                    : ptx::pack_f16x2(a.x * p.scale, a.y * p.scale);
+      tile[(row + 8) * kRowWords + col / 2] = Tr::kIsBF16
+                                                  ? ptx::pack_bf16x2(a.z * p.scale, a.w * p.scale)
+                                                  : ptx::pack_f16x2(a.z * p.scale, a.w * p.scale);
+    }
   }
   __syncthreads();
   // Out in 16-byte pieces where dq allows it (16-byte aligned data and strides), else in the

@@ -55,20 +55,21 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   // check_backward_inputs bounded the grids: heads and batch at most 65535, blocks below 2^31.
   const BwdConfig& c = kernel.bwd;
   const BackwardWorkspace ws = backward_workspace(prob);
-  const int64_t rows =
-      (prob.seqlen_q + kWorkspaceRowBlock - 1) / kWorkspaceRowBlock * kWorkspaceRowBlock;
-  if (c.block_m > kWorkspaceRowBlock || kWorkspaceRowBlock % c.block_m != 0 ||
+  const int64_t rows = backward_rows(prob.seqlen_q);
+  if ((prob.seqlen_q + c.block_m - 1) / c.block_m * c.block_m > rows ||
       c.block_m < kWorkspaceSemaphoreRows)
     return make_error(FA3_ERR_INTERNAL, "kernel " + kernel.name +
                                             " has query blocks the workspace layout does not tile");
   BwdParams p;
   std::memset(&p, 0, sizeof p);
-  // K_j, V_j, dK_j and dV_j move in boxes of kv_box_rows() keys, Q_i and dO_i of 64 rows.
+  // K_j, V_j, dK_j and dV_j move in boxes of kv_box_rows() keys, Q_i and dO_i of
+  // q_box_rows().
   const unsigned kv_box_rows = static_cast<unsigned>(c.kv_box_rows());
-  Error e = encode_tensor_map(d, q, "q", 64, &p.tma_q);
+  const unsigned q_box_rows = static_cast<unsigned>(c.q_box_rows());
+  Error e = encode_tensor_map(d, q, "q", q_box_rows, &p.tma_q);
   if (!e.failed()) e = encode_tensor_map(d, k, "k", kv_box_rows, &p.tma_k);
   if (!e.failed()) e = encode_tensor_map(d, v, "v", kv_box_rows, &p.tma_v);
-  if (!e.failed()) e = encode_tensor_map(d, dout, "dout", 64, &p.tma_do);
+  if (!e.failed()) e = encode_tensor_map(d, dout, "dout", q_box_rows, &p.tma_do);
   if (e.failed()) return e;
   // dK and dV by TMA where both meet the TMA layout rule q, k, v and dout are held to
   // (tensor_rules::check_layout); otherwise (or should the driver refuse a map) the kernel's

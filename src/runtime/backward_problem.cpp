@@ -221,8 +221,7 @@ Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b) {
 }
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
-  const size_t rounded = static_cast<size_t>(
-      (prob.seqlen_q + kWorkspaceRowBlock - 1) / kWorkspaceRowBlock * kWorkspaceRowBlock);
+  const size_t rounded = static_cast<size_t>(backward_rows(prob.seqlen_q));
   const size_t rows = static_cast<size_t>(prob.batch) * static_cast<size_t>(prob.heads) * rounded;
   BackwardWorkspace w;
   w.lse_log2 = 0;

@@ -26,8 +26,8 @@ struct BackwardProblem {
 };
 
 // The fp32 scratch of one backward call, as byte offsets from the workspace base (256-byte
-// aligned, as is each region). With seqlen_q_rounded = seqlen_q rounded up to 128 rows (the
-// largest query block of a backward kernel): lse_log2 and dpsum: float[batch * heads *
+// aligned, as is each region). With seqlen_q_rounded = backward_rows(seqlen_q) (whole query
+// blocks of every backward kernel): lse_log2 and dpsum: float[batch * heads *
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
 // smallest, 64 rows). total: the bytes a workspace needs (the end of dq_semaphore).
@@ -35,8 +35,15 @@ struct BackwardWorkspace {
   size_t lse_log2, dpsum, dq_accum, dq_semaphore, total;
 };
 constexpr size_t kWorkspaceAlignment = 256;
-constexpr int64_t kWorkspaceRowBlock = 128;      // seqlen_q_rounded's multiple: the largest block_m
 constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest
+
+// The rows of a (batch, head) in the workspace: seqlen_q rounded up to whole query blocks of
+// every backward kernel's block_m (64, 128: a multiple of 128; the _dqt kernels' 80: a
+// multiple of 80), so that any kernel's last block lies inside (the larger of the two).
+constexpr int64_t backward_rows(int64_t seqlen_q) {
+  const int64_t by128 = (seqlen_q + 127) / 128 * 128, by80 = (seqlen_q + 79) / 80 * 80;
+  return by128 > by80 ? by128 : by80;
+}
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob);
 

@@ -668,7 +668,7 @@ Json fwd_config_json(const FwdConfig& c) {
 }
 
 Json bwd_config_json(const BwdConfig& c) {
-  static const char* const kDqSplitWords[] = {"keys", "head_dim", "queries"};
+  static const char* const kDqSplitWords[] = {"keys", "head_dim", "queries", "head_dim_transposed"};
   static const char* const kKvSplitWords[] = {"keys", "head_dim", "transposed"};
   return Json{{"block_m", c.block_m},
               {"block_n", c.block_n},

@@ -40,6 +40,24 @@ __device__ __forceinline__ void warpgroup_store_packed(const uint32_t (&packed)[
     ptx::stmatrix_x4(tile_base + Tile::offset(row, col + 16 * kk), packed[kk]);
 }
 
+// Stores the TRANSPOSE of a 64 x N 16-bit matrix held as packed A operands (the pairs of
+// acc_to_a_operands): tile element (row0 + c, col0 + r) = (r, c), with stmatrix.trans (col0 a multiple of
+// 8, N of 16). The backward's dS of the _dqt kernels (queries x keys) from dS^T's fragments.
+template <class Tile, int N>
+__device__ __forceinline__ void warpgroup_store_packed_transposed(const uint32_t (&packed)[N / 16][4],
+                                                                  uint32_t tile_base, int row0,
+                                                                  int col0, int thread_in_wg) {
+  static_assert(Tile::Element::kBytes == 2 && N % 16 == 0, "16-bit tiles, whole k16 blocks");
+  const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+  // As warpgroup_store_acc_transposed: matrix m of a k-step is the block (rows 16 warp + 8
+  // (m % 2), cols 16 kk + 8 (m / 2)), whose row j lies at tile row 16 kk + 8 (m / 2) + j.
+  const int row = row0 + 8 * (lane / 16) + lane % 8;
+  const int col = col0 + 16 * warp + 8 * ((lane / 8) % 2);
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk)
+    ptx::stmatrix_x4_trans(tile_base + Tile::offset(row + 16 * kk, col), packed[kk]);
+}
+
 // Stores a 64 x N fp32 accumulator into rows [row0, row0 + 64), columns [col0, col0 + N) of
 // Tile (col0 a multiple of 8):
 //   f16 / bf16 tiles: converted (round to nearest), one stmatrix.x4 per 16 columns - the
