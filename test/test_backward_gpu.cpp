@@ -26,6 +26,7 @@
 
 #include "fa3/fa3.h"
 #include "gpu_env.h"
+#include "runtime/kernel_registry.h"
 #include "support/half.h"
 #include "support/reference.h"
 
@@ -218,6 +219,7 @@ enum class Workspace { Handle, Caller };
 struct RunOptions {
   Workspace workspace = Workspace::Handle;
   bool check_reference = true;
+  std::string kernel;  // run this backward kernel (fa3_backward_with_kernel), not the table's pick
 };
 
 // The rows the reference computes. Everything when that is cheap; else, for the first and the
@@ -354,8 +356,13 @@ class Runner {
       workspace = DeviceBuffer(workspace_bytes);
       workspace.poison();  // the kernels must initialize what they use
     }
-    s = fa3_backward(handle_, &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(), &x[kDq],
-                     &x[kDk], &x[kDv], &params, workspace.get(), workspace_bytes, nullptr);
+    if (options.kernel.empty())
+      s = fa3_backward(handle_, &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(), &x[kDq],
+                       &x[kDk], &x[kDv], &params, workspace.get(), workspace_bytes, nullptr);
+    else
+      s = fa3_backward_with_kernel(handle_, options.kernel.c_str(), &x[kQ], &x[kK], &x[kV], &x[kO],
+                                   &x[kDout], lse.as<float>(), &x[kDq], &x[kDk], &x[kDv], &params,
+                                   workspace.get(), workspace_bytes, nullptr);
     if (s != FA3_OK) {
       r.error = std::string("fa3_backward: ") + fa3_status_string(s) + ": " + fa3_last_error();
       return r;
@@ -679,6 +686,31 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
   }
 }
 
+TEST_CASE("every compiled backward kernel, named, matches the float64 reference",
+          "[gpu][backward]") {
+  // The table picks a kernel by seqlen_q too (d128 non-causal: _dqh below 1024 query rows,
+  // _dqt from there), so the shapes above miss some kernels: each runs them by name here.
+  Runner runner;
+  int kernels = 0;
+  uint64_t seed = 9000;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    std::string why;
+    const auto cfg = fa3::parse_bwd_kernel_name(name, &why);
+    if (!cfg) continue;  // a forward kernel
+    ++kernels;
+    const bool bf16 = cfg->dtype == fa3::DType::BF16;
+    for (const Shape& s : {kShapes[1], kShapes[2], kShapes[3], kShapes[4], kShapes[6]}) {
+      const Case c = case_of(s, bf16, cfg->head_dim, cfg->causal);
+      INFO(name << ": " << c.describe());
+      RunOptions named;
+      named.kernel = name;
+      check_outcome(runner.run(c, seed++, named));
+    }
+  }
+  CHECK(kernels >= 14);
+}
+
 TEST_CASE("fa3_backward honours softmax_scale; the caller's workspace", "[gpu][backward]") {
   Runner runner;
   Case c;
@@ -874,5 +906,18 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
     RunOptions options;
     if (c.deterministic) options.workspace = Workspace::Caller;
     check_outcome(runner.run(c, seed++, options));
+  }
+  // The _dqt kernels (80-row query blocks; the table's d128 non-causal pick from 1024 query
+  // rows) by name on a small shape with tails in both sequences, default and deterministic.
+  Case t;
+  t.bf16 = true; t.head_dim = 128; t.seqlen_q = 90; t.seqlen_k = 150; t.heads = 2; t.heads_kv = 1;
+  for (const bool deterministic : {false, true}) {
+    t.bf16 = !deterministic;
+    t.deterministic = deterministic;
+    INFO(t.describe());
+    RunOptions named;
+    named.kernel = deterministic ? "fa3_bwd_f16_d128_m80_n128_s2_w2_dqt" : "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt";
+    if (deterministic) named.workspace = Workspace::Caller;
+    check_outcome(runner.run(t, seed++, named));
   }
 }

@@ -309,8 +309,8 @@ CheckResult half_blocks(const KernelReport& k) {
 //   S^T = K_j Q_i^T and dP^T = V_j dO_i^T  SS, HGMMA.64x{block_m}x16, head_dim/16 k-steps each
 //   dV += P^T dO_i and dK += dS^T Q_i      RS, HGMMA.64x{head_dim}x16, block_m/16 k-steps each
 //   dQ_i part = dS K_j                     SS, HGMMA.64x{head_dim}x16, 64/16 = 4 k-steps
-//     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, _dqq: HGMMA.64x{head_dim}x16, block_n/16
-//     k-steps)
+//     (_dqh: HGMMA.64x{head_dim / warpgroups}x16, _dqq: HGMMA.64x{head_dim}x16, _dqt's
+//     dQ_i^T = K_j^T dS^T: HGMMA.64x{block_m}x16, block_n/16 k-steps)
 // _kvh (the warpgroups share the keys and split the queries of S^T and the head dim of dK,
 // dV and dQ): S^T, dP^T SS HGMMA.64x{block_m / warpgroups}x16; dV, dK SS (P^T and dS^T from
 // shared memory) and dQ SS, all HGMMA.64x{head_dim / warpgroups}x16, block_m/16 and
@@ -366,8 +366,11 @@ CheckResult bwd_gemms(const KernelReport& k) {
   expected[WgmmaKind{opcode, d_shape, "RS"}] += 2 * static_cast<size_t>(bm / 16);  // dV, dK
   const bool all_keys = k.traits.dq_split != DqSplit::Keys && k.traits.block_n &&
                         k.traits.consumer_warpgroups && *k.traits.consumer_warpgroups > 0;
-  const int dq_cols =
-      all_keys && k.traits.dq_split == DqSplit::HeadDim ? d / *k.traits.consumer_warpgroups : d;
+  // _dqt computes dQ^T = K_j^T dS^T: its 64 head-dim rows x block_m queries (N).
+  const int dq_cols = !all_keys                                   ? d
+                      : k.traits.dq_split == DqSplit::HeadDim    ? d / *k.traits.consumer_warpgroups
+                      : k.traits.dq_split == DqSplit::HeadDimT   ? bm
+                                                                 : d;
   const int dq_steps = all_keys ? *k.traits.block_n / 16 : 64 / 16;
   expected[WgmmaKind{opcode, "64x" + std::to_string(dq_cols) + "x16", "SS"}] += static_cast<size_t>(dq_steps);  // dQ
   return match_bwd_gemms(k, expected,
