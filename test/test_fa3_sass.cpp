@@ -185,6 +185,13 @@ const FixtureCase kFixtures[] = {
      "no_spills=pass"},
     {"real/fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh.sass", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_post",
      "no_spills=pass"},
+    // d128 with 80-row query blocks (_dqt): S^T and dP^T HGMMA.64x80x16, dV and dK 5 RS
+    // k-steps, dQ^T = K^T dS^T HGMMA.64x80x16 over 8 k-steps of keys (a real cubin).
+    {"real/fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt.sass", "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt", kBwdMain},
+    {"real/fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt.sass", "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pre",
+     "no_spills=pass"},
+    {"real/fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt.sass", "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_post",
+     "no_spills=pass"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
