@@ -168,9 +168,11 @@ BWD_PRODUCTION_KERNELS := \
 # warpgroup adds its own dQ_i over its 64 keys: two fp32 parts a step, v26a/b in
 # docs/perf-history.md) at d64 with 64-row query blocks (at d128 it needs the dQ accumulator
 # next to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal
-# with setmaxnreg 24/240 (the production one is _p32, v28l).
+# with setmaxnreg 24/240 (the production one is _p32, v28l); d128 causal with _dqt's 80-row
+# blocks (0.96-1.00 of the _p32 kernels, v29f; at 32/232 it spills).
 BWD_LAB_KERNELS := \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal \
+  fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_causal fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_causal \
   fa3_bwd_f16_d64_m64_n128_s2_w2 fa3_bwd_f16_d64_m64_n128_s2_w2_causal \
   fa3_bwd_bf16_d64_m64_n128_s2_w2 fa3_bwd_bf16_d64_m64_n128_s2_w2_causal \
   fa3_bwd_f16_d256_m64_n64_s1_w2_kvh_dqh fa3_bwd_f16_d256_m64_n64_s1_w2_kvh_dqh_causal \
