@@ -20,10 +20,14 @@
 // warpgroups (DqSplit) by keys (each computes the whole dQ_i over its 64 keys: two fp32
 // partial sums go to the accumulator per step), or from the whole dS^T in shared memory (a
 // barrier between the warpgroups per step, one sum per step: half the reduce-add traffic) by
-// head dim (_dqh: head_dim / 2 columns each) or by queries (_dqq: block_m / 2 rows each).
-// Each warpgroup stages its part in fragment order (tile::AccStagingTile) and the dQ writer
-// adds it with one plain bulk reduce-add: the workspace's dQ accumulator keeps each query
-// block as block_m / 64 bands of 64 rows x head_dim in tile::AccFragmentOrder (DqAccumLayout).
+// head dim (_dqh: head_dim / 2 columns each) or by queries (_dqq: block_m / 2 rows each); or
+// by head dim with dQ_i^T = K_j^T dS^T computed (_dqt: head_dim / 2 rows of dQ_i^T each, all
+// block_m queries as the wgmma N, so that block_m may be 80 as in the public FA3's d128
+// kernel; dS is stored queries x keys). Each warpgroup stages its part in fragment order
+// (tile::AccStagingTile) and the dQ writer adds it with one plain bulk reduce-add: the
+// workspace's dQ accumulator keeps each query block as block_m / 64 bands of 64 rows x
+// head_dim in tile::AccFragmentOrder (DqAccumLayout; _dqt: head_dim / 64 runs of dQ_i^T's 64
+// rows x block_m).
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).

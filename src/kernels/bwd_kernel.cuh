@@ -923,8 +923,13 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   constexpr int kRowThreads = Tr::kHeadDim / 8;
   constexpr int kRowsPerPass = kBwdAuxThreads / kRowThreads;
   constexpr int kPasses = Tr::kBlockM / kRowsPerPass;
-  // Passes whose loads are in flight together: the largest divisor of kPasses up to 8.
-  constexpr int kBatch = kPasses % 8 == 0 ? 8 : kPasses % 5 == 0 ? 5 : kPasses < 8 ? kPasses : 1;
+  // Passes whose loads are in flight together: the largest divisor of kPasses up to 8 (80-row
+  // blocks: 5 of 10).
+  constexpr int kBatch = [] {
+    int b = kPasses < 8 ? kPasses : 8;
+    while (kPasses % b != 0) --b;
+    return b;
+  }();
   static_assert(kRowThreads <= 32 && Tr::kBlockM % kRowsPerPass == 0 && kPasses % kBatch == 0,
                 "whole rows per warp, whole batches");
   const BwdAuxBlock at;
