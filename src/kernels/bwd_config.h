@@ -237,8 +237,12 @@ struct DqAccumLayout {
   FA3_BWD_HOST_DEVICE static constexpr int64_t transposed_float_index(int row, int col,
                                                                       int block_m) {
     const int r = col % 64, thread = 32 * (r / 16) + 4 * (r % 8) + (row % 8) / 2;
-    return static_cast<int64_t>(col / 64) * 64 * block_m + (row / 8) * 512 + 4 * thread +
+    return transposed_part_offset(col / 64, block_m) + (row / 8) * 512 + 4 * thread +
            2 * ((r % 16) / 8) + row % 2;
+  }
+  // Floats from the block's start to run w (warpgroup w's piece of dQ_i^T).
+  FA3_BWD_HOST_DEVICE static constexpr int64_t transposed_part_offset(int w, int block_m) {
+    return static_cast<int64_t>(w) * 64 * block_m;
   }
 };
 

@@ -371,7 +371,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
           Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
       // _dqt: warpgroup wg's dQ_i^T piece (its 64 head-dim rows x block_m) is the block's
       // wg-th run of 64 block_m floats (DqAccumLayout::transposed_float_index).
-      float* part = block + (Tr::kDqTransposed ? int64_t{64} * Tr::kBlockM * wg
+      float* part = block + (Tr::kDqTransposed ? DqAccumLayout::transposed_part_offset(wg, Tr::kBlockM)
                                                : kLayout.part_offset(row0, col0));
       // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
       // key split's second part still adds onto the first), so the preprocess need not zero
@@ -605,10 +605,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     } else {
       // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
-      float dq[Tr::kDqAcc];
+      // (One wgmma M block: gemm_ss_atbt's accumulators are per M block.)
+      float dq_blocks[1][Tr::kDqAcc];
+      float (&dq)[Tr::kDqAcc] = dq_blocks[0];
       if constexpr (Tr::kDqTransposed)  // dQ_i^T: its 64 head-dim rows x all block_m queries
-        tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::DsTile>(
-            dq, sm.k, 64 * wg, ds, tile::Accumulate::No);
+        tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::DsTile, 1>(
+            dq_blocks, sm.k, 64 * wg, ds, tile::Accumulate::No);
       else if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
         tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
             dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);

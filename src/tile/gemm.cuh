@@ -151,33 +151,13 @@ __device__ __forceinline__ void gemm_ss_atb(float (&acc)[N / 2], uint32_t a_base
   ptx::wgmma_commit_group();
 }
 
-// acc (64 x N) (+)= A^T (64 x K) * B^T: A^T = columns [a_col0, +64) of tile ATile read down
-// its K rows (trans-a, as gemm_ss_atb), B = the first N rows of tile BTile, K-major (as
-// gemm_ss_abt). The backward's dQ^T = K^T dS^T of the _dqt kernels, with dS stored as a
-// queries x keys tile: M = head-dim columns, N = queries, K = keys. 16-bit only.
-template <ptx::MmaType T, int N, class ATile, class BTile>
-__device__ __forceinline__ void gemm_ss_atbt(float (&acc)[N / 2], uint32_t a_base, int a_col0,
-                                             uint32_t b_base, Accumulate accumulate) {
-  static_assert(ATile::kRows == BTile::kCols, "A's rows and B's columns are the K extent");
-  static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
-  static_assert(feeds_mma<typename ATile::Element>(T) && feeds_mma<typename BTile::Element>(T),
-                "the tiles' element type is the GEMM's");
-  pin_registers(acc);
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int kk = 0; kk < BTile::kKSteps; ++kk)
-    ptx::Wgmma<T, N>::template ss_mn_major_a<0>(acc, ATile::mnmajor_a_desc(a_base, a_col0, kk),
-                                                BTile::kmajor_desc(b_base, 0, kk),
-                                                kk > 0 ? 1u : static_cast<uint32_t>(accumulate));
-  ptx::wgmma_commit_group();
-}
-
 // acc[mb] (64 x N) (+)= A^T (64 x K) * B^T for each of MBlocks wgmma M blocks, one group:
 // A^T = columns [a_col0 + 64 mb, +64) of tile ATile read down its K rows (trans-a, as
 // gemm_ss_atb), B = the first N rows of tile BTile, K-major (as gemm_ss_abt). The backward's
 // dV^T = dO^T P and dK^T = Q^T dS of the _kvt kernels, with P^T and dS^T stored as keys x
 // queries tiles: M = head-dim columns, N = keys, K = queries; the M blocks' wgmmas alternate
-// so that each k-step's B serves both. 16-bit only.
+// so that each k-step's B serves both. And (MBlocks 1) dQ^T = K^T dS^T of the _dqt kernels,
+// dS stored queries x keys: M = head-dim columns, N = queries, K = keys. 16-bit only.
 template <ptx::MmaType T, int N, class ATile, class BTile, int MBlocks>
 __device__ __forceinline__ void gemm_ss_atbt(float (&acc)[MBlocks][N / 2], uint32_t a_base,
                                              int a_col0, uint32_t b_base, Accumulate accumulate) {
