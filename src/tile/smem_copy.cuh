@@ -105,21 +105,25 @@ __device__ __forceinline__ void warpgroup_store_acc_transposed(const float (&acc
   using Elem = typename Tile::Element;
   static_assert(Elem::kIsMmaInput && Elem::kBytes == 2, "f16 or bf16 tiles");
   static_assert(N % 8 == 0, "whole 8-column groups");
-  const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
-  // Matrix m of a k-step is the accumulator block (rows 16w + 8 (m % 2), cols 16 kk + 8 (m / 2));
-  // transposed, its row j lies at tile row 16 kk + 8 (m / 2) + j. (An .x2 takes the
-  // addresses of lanes 0-15: matrices 0 and 1.)
-  const int row = row0 + 8 * (lane / 16) + lane % 8;
-  const int col = col0 + 16 * warp + 8 * ((lane / 8) % 2);
+  // Whole 16-column k-steps, each converted just before its store (k-step kk's columns are
+  // tile rows row0 + 16 kk on).
+  constexpr int kWhole = N / 16;
 #pragma unroll
-  for (int kk = 0; kk < N / 16; ++kk) {
-    uint32_t r[4];
+  for (int kk = 0; kk < kWhole; ++kk) {
+    uint32_t packed[1][4];
 #pragma unroll
-    for (int i = 0; i < 4; ++i) r[i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
-    ptx::stmatrix_x4_trans(tile_base + Tile::offset(row + 16 * kk, col), r);
+    for (int i = 0; i < 4; ++i)
+      packed[0][i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
+    warpgroup_store_packed_transposed<Tile, 16>(packed, tile_base, row0 + 16 * kk, col0,
+                                                thread_in_wg);
   }
   if constexpr (N % 16 != 0) {
-    constexpr int kk = N / 16;
+    // The last 8 columns: matrices 0 and 1 of a k-step, by an .x2 (the addresses of lanes
+    // 0-15), where warpgroup_store_packed_transposed puts them.
+    const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
+    const int row = row0 + 8 * (lane / 16) + lane % 8;
+    const int col = col0 + 16 * warp + 8 * ((lane / 8) % 2);
+    constexpr int kk = kWhole;
     const uint32_t r[2] = {Elem::pack2(acc[8 * kk], acc[8 * kk + 1]),
                            Elem::pack2(acc[8 * kk + 2], acc[8 * kk + 3])};
     ptx::stmatrix_x2_trans(tile_base + Tile::offset(row + 16 * kk, col), r);
