@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 
@@ -642,6 +643,16 @@ TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and
   }
 }
 
+// Each name spells a backward kernel in the grammar but breaks a rule of bwd_config_is_valid.
+static void check_invalid_bwd_configs(std::initializer_list<const char*> names) {
+  std::string why;
+  for (const char* bad : names) {
+    INFO(bad);
+    CHECK_FALSE(fa3::parse_bwd_kernel_name(bad, &why));
+    CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  }
+}
+
 TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of three buffers",
           "[cpu][registry]") {
   const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal");
@@ -670,14 +681,10 @@ TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of thr
   CHECK(h->dq_pieces() == 2);
   CHECK(h->dq_slots() == 2);
   // _kvt's shapes are those it is written for.
+  check_invalid_bwd_configs({"fa3_bwd_bf16_d256_m64_n64_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s2_w2_kvt_dqh",
+                             "fa3_bwd_bf16_d128_m64_n80_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqq",
+                             "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvh_dqh"});
   std::string why;
-  for (const char* bad : {"fa3_bwd_bf16_d256_m64_n64_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s2_w2_kvt_dqh",
-                          "fa3_bwd_bf16_d128_m64_n80_s1_w2_kvt_dqh", "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqq",
-                          "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvh_dqh"}) {
-    INFO(bad);
-    CHECK_FALSE(fa3::parse_bwd_kernel_name(bad, &why));
-    CHECK(why.find("bwd_config_is_valid") != std::string::npos);
-  }
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_dqh_kvt", &why));
   CHECK(why.find("_kvh or _kvt") != std::string::npos);
 }
@@ -708,15 +715,10 @@ TEST_CASE("the _dqt backward: dQ^T, 80-row query blocks at head dim 128", "[cpu]
   CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh")->q_box_rows() == 64);
   CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d128_m64_n128_s2_w2_dqt_causal"));
   // _dqt is written for head dim 128 with 64- or 80-row blocks; the other splits not for 80.
-  std::string why;
-  for (const char* bad : {"fa3_bwd_bf16_d64_m80_n128_s2_w2_dqt", "fa3_bwd_bf16_d128_m128_n128_s2_w2_dqt",
-                          "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqh", "fa3_bwd_bf16_d128_m80_n128_s2_w2",
-                          "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqt"}) {
-    INFO(bad);
-    CHECK_FALSE(fa3::parse_bwd_kernel_name(bad, &why));
-    CHECK(why.find("bwd_config_is_valid") != std::string::npos);
-  }
-  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_dqh", &why));
+  check_invalid_bwd_configs({"fa3_bwd_bf16_d64_m80_n128_s2_w2_dqt", "fa3_bwd_bf16_d128_m128_n128_s2_w2_dqt",
+                             "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqh", "fa3_bwd_bf16_d128_m80_n128_s2_w2",
+                             "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqt"});
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_dqh"));
 }
 
 TEST_CASE("the _p32 backward: setmaxnreg 32 / 232", "[cpu][registry]") {
