@@ -782,6 +782,23 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(a.run(fh.h) == FA3_OK);
 }
 
+TEST_CASE("backward: the main kernel and the postprocess follow by programmatic dependent launch",
+          "[cpu][api][runtime]") {
+  Args a;
+  SECTION("a driver from 12.3") {
+    FakeHandle fh;
+    REQUIRE(a.run(fh.h) == FA3_OK);
+    CHECK(fake().launch_kinds() == "-PP");  // preprocess, main kernel, postprocess
+  }
+  SECTION("an older driver: ordinary launches") {
+    fake().set_driver_version(12020);
+    FakeHandle fh;
+    fake().set_driver_version(13000);  // read when the handle was created
+    REQUIRE(a.run(fh.h) == FA3_OK);
+    CHECK(fake().launch_kinds() == "---");
+  }
+}
+
 TEST_CASE("backward: the handle's workspace grows per stream and is freed with the handle",
           "[cpu][api][runtime]") {
   FakeHandle fh;

@@ -37,6 +37,7 @@
 #include "kernels/bwd_params.h"
 #include "ptx/barrier.cuh"
 #include "ptx/bulk.cuh"
+#include "ptx/griddep.cuh"
 #include "ptx/math.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/regs.cuh"
@@ -209,8 +210,9 @@ struct BwdStep {
 template <class Tr>
 struct BwdWork {
   int n_block, kv_head, batch, m_begin;
+  int m_first;  // the query block each head's walk starts at (and wraps around to)
 
-  __device__ __forceinline__ explicit BwdWork(const BwdParams& p) : m_begin(0) {
+  __device__ __forceinline__ explicit BwdWork(const BwdParams& p) : m_begin(0), m_first(0) {
     const BwdTile tile = bwd_tile_at(static_cast<int>(blockIdx.x), p.num_n_blocks, p.heads_kv,
                                      p.batch * p.heads_kv, p.l2_section);
     n_block = tile.n_block;
@@ -221,10 +223,18 @@ struct BwdWork {
       // block's first key is seen from query n_block * block_n - (seqlen_k - seqlen_q) on.
       const int first_query = n_block * Tr::kBlockN - p.seqlen_k + p.seqlen_q;
       m_begin = first_query <= 0 ? 0 : first_query / Tr::kBlockM;
+      m_first = m_begin;
+    } else if (!p.ordered_adds) {
+      // Non-causal, a pair's K/V blocks run together and would walk the query blocks in
+      // step: all their dQ adds into one query block's floats at once. Each starts at its
+      // own share of the query blocks instead and wraps around.
+      m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
     }
   }
-  // The steps in order: head g of the group (outer), query block m (inner), m ascending; but
-  // descending for causal calls with ordered adds. There a query block's adds go in K/V block
+  // The steps in order: head g of the group (outer), query block m (inner), m ascending from
+  // m_first, wrapping around to m_begin (non-causal, unordered adds: from n_block's share of
+  // the query blocks; otherwise m_first is m_begin); but descending for causal calls with
+  // ordered adds. There a query block's adds go in K/V block
   // order, and with ascending m the CTA of K/V block n, whose first query block is about
   // n * block_n / block_m, would wait at each block for the CTAs before it, which reach it
   // later: every CTA would take as long as the longest. Descending, all the CTAs of a head
@@ -240,13 +250,16 @@ struct BwdWork {
   // The first step, and each next one by a compare, not a division (the consumers' loop is
   // short enough that an integer division per step showed in its profile).
   __device__ __forceinline__ BwdStep first_step(const BwdParams& p) const {
-    return {kv_head * p.heads_per_kv_head, descending(p) ? p.num_m_blocks - 1 : m_begin};
+    return {kv_head * p.heads_per_kv_head, descending(p) ? p.num_m_blocks - 1 : m_first};
   }
   __device__ __forceinline__ void advance(const BwdParams& p, BwdStep* s) const {
     if (descending(p)) {
       if (--s->m_block < m_begin) s->m_block = p.num_m_blocks - 1, ++s->head;
-    } else {
+    } else if (Tr::kCausal) {
       if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
+    } else {
+      if (++s->m_block == p.num_m_blocks) s->m_block = 0;
+      if (s->m_block == m_first) ++s->head;
     }
   }
 };
@@ -294,6 +307,9 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
       ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
       ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
     }
+  // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
+  // launch); K_j and V_j do not, so their loads go first.
+  ptx::griddepcontrol_wait();
   tile::PipelineState<Tr::kStages> st;
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
@@ -342,6 +358,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   // With a buffer per piece, piece p's buffer is p and its phase that of the step, both
   // known where the loop unrolls (an A/B of ring counters there: -1% at d64 causal 2k-16k).
   constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
+  ptx::griddepcontrol_wait();  // the accumulator zeroed and the counters reset by the preprocess
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
@@ -851,6 +868,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
   const BwdSmem<Tr> sm(base);
+  // The postprocess may be scheduled once every CTA of this grid is resident: it waits for
+  // the grid's completion (griddepcontrol_wait) on the SMs the last CTAs leave, instead of
+  // being launched after it.
+  ptx::griddepcontrol_launch_dependents();
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
@@ -934,6 +955,9 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   }();
   static_assert(kRowThreads <= 32 && Tr::kBlockM % kRowsPerPass == 0 && kPasses % kBatch == 0,
                 "whole rows per warp, whole batches");
+  // The main kernel may start on the SMs this grid's last CTAs leave: its K_j and V_j
+  // loads need nothing from here, the rest waits (griddepcontrol_wait).
+  ptx::griddepcontrol_launch_dependents();
   const BwdAuxBlock at;
   const int m_block = at.m_block, head = at.head, batch = at.batch;
   const int col = 8 * (static_cast<int>(threadIdx.x) % kRowThreads);
@@ -1013,6 +1037,7 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   // copy out; 8 rows of a warp's fragment stores fall on distinct banks).
   constexpr int kRowWords = Tr::kHeadDim / 2 + 4;
   __shared__ __align__(16) uint32_t tile[Tr::kBlockM * kRowWords];
+  ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
   const BwdAuxBlock at;
   const int m_block = at.m_block, head = at.head, batch = at.batch;
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;

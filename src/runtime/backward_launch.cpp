@@ -120,6 +120,9 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   return Error::ok();
 }
 
+// The first driver version whose stream capture takes programmatic dependent launches.
+constexpr int kProgrammaticLaunchDriver = 12030;
+
 Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
                       const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                       const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
@@ -135,18 +138,29 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
   e = build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv, workspace,
                             &params, &grids);
   if (e.failed()) return e;
+  // The main kernel and the postprocess by programmatic dependent launch: each may be
+  // scheduled while the kernel before it finishes (its last wave, its launch latency) and
+  // waits in the kernel (griddepcontrol.wait) before it reads what that one wrote. The
+  // preprocess is an ordinary launch: it follows whatever the stream ran before. Drivers
+  // before 12.3 cannot capture such launches into a graph: there all three are ordinary
+  // (the kernels' griddepcontrol instructions are then no-ops).
   struct Step {
     CUfunction function;
     const unsigned* grid;
     unsigned threads, smem;
+    bool dependent;
     const char* what;
   };
   const Step steps[3] = {
-      {functions.pre, grids.pre, kBwdAuxThreads, 0, "_pre"},
+      {functions.pre, grids.pre, kBwdAuxThreads, 0, false, "_pre"},
       {functions.main, grids.main, static_cast<unsigned>(kernel.bwd.threads()),
-       BwdSmemLayout::of(kernel.bwd).total_bytes, ""},
-      {functions.post, grids.post, kBwdAuxThreads, 0, "_post"},
+       BwdSmemLayout::of(kernel.bwd).total_bytes, true, ""},
+      {functions.post, grids.post, kBwdAuxThreads, 0, true, "_post"},
   };
+  CUlaunchAttribute programmatic;
+  std::memset(&programmatic, 0, sizeof programmatic);
+  programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  programmatic.value.programmaticStreamSerializationAllowed = 1;
   for (const Step& s : steps) {
     CUlaunchConfig config;
     std::memset(&config, 0, sizeof config);
@@ -158,6 +172,10 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
     config.blockDimZ = 1;
     config.sharedMemBytes = s.smem;
     config.hStream = stream;
+    if (s.dependent && h->driver.version >= kProgrammaticLaunchDriver) {
+      config.attrs = &programmatic;
+      config.numAttrs = 1;
+    }
     void* args[] = {&params};
     const CUresult r = h->driver.launch_kernel_ex(&config, s.function, args, nullptr);
     if (r != CUDA_SUCCESS)

@@ -23,7 +23,11 @@ struct State {
   std::vector<size_t> allocated_bytes;  // of each cuMemAlloc since the last reset
   CUlaunchConfig last_config{};
   std::vector<unsigned char> last_params;
+  std::string launch_kinds;  // per launch: 'P' programmatic dependent launch, '-' ordinary
 };
+
+// What cuDriverGetVersion reports (not reset: it is read when a handle is created).
+int driver_version = 13000;
 
 State& state() {
   static State s;
@@ -147,6 +151,11 @@ CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** param
   FAKE_ENTER("cuLaunchKernelEx");
   std::lock_guard<std::mutex> lock(state().mutex);
   state().last_config = *config;
+  bool programmatic = false;
+  for (unsigned i = 0; i < config->numAttrs; ++i)
+    if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
+  state().launch_kinds += programmatic ? 'P' : '-';
   // The forward kernels take one parameter block; keep its bytes for the test to decode.
   const unsigned char* p = static_cast<const unsigned char*>(params[0]);
   state().last_params.assign(p, p + 1024);
@@ -207,7 +216,7 @@ extern "C" {
 
 // The two symbols libfa3 looks up with dlsym; everything else goes through cuGetProcAddress.
 CUresult cuDriverGetVersion(int* v) {
-  *v = 13000;
+  *v = driver_version;
   return CUDA_SUCCESS;
 }
 CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int, cuuint64_t,
@@ -235,6 +244,7 @@ void fake_cuda_reset() {
   s.device_count = 1;
   s.last_params.clear();
   s.last_config = CUlaunchConfig{};
+  s.launch_kinds.clear();
   s.allocated_bytes.clear();
   current = nullptr;
 }
@@ -266,6 +276,14 @@ size_t fake_cuda_allocated_bytes(int index) {
   std::lock_guard<std::mutex> lock(state().mutex);
   const std::vector<size_t>& a = state().allocated_bytes;
   return index >= 0 && static_cast<size_t>(index) < a.size() ? a[static_cast<size_t>(index)] : 0;
+}
+// The version handles created from now on see (cuDriverGetVersion), e.g. 12020.
+void fake_cuda_set_driver_version(int version) { driver_version = version; }
+// Copies the launches' kinds since the last reset, one character each: 'P' for a
+// programmatic dependent launch, '-' for an ordinary one.
+void fake_cuda_launch_kinds(char* buf, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::snprintf(buf, size, "%s", state().launch_kinds.c_str());
 }
 // The last launch: grid x, block x, dynamic shared memory, and its parameter bytes.
 int fake_cuda_last_launch(unsigned* grid, unsigned* block, unsigned* smem, void* params, size_t size) {

@@ -21,6 +21,8 @@ struct FakeCuda {
   void (*log)(char*, size_t);
   size_t (*allocated_bytes)(int);
   int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
+  void (*set_driver_version)(int);
+  void (*launch_kinds_into)(char*, size_t);
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -37,6 +39,12 @@ struct FakeCuda {
     return n;
   }
   size_t count(const std::string& call) const { return count(calls(), call); }
+  // The launches since the last reset: 'P' a programmatic dependent launch, '-' an ordinary one.
+  std::string launch_kinds() const {
+    std::vector<char> buf(1 << 12);
+    launch_kinds_into(buf.data(), buf.size());
+    return buf.data();
+  }
 };
 
 // libfakecuda.so next to the test binary.
@@ -63,6 +71,11 @@ inline FakeCuda& fake() {
     c.allocated_bytes = reinterpret_cast<size_t (*)(int)>(dlsym(lib, "fake_cuda_allocated_bytes"));
     c.last_launch = reinterpret_cast<int (*)(unsigned*, unsigned*, unsigned*, void*, size_t)>(
         dlsym(lib, "fake_cuda_last_launch"));
+    c.set_driver_version = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_driver_version"));
+    c.launch_kinds_into =
+        reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_kinds"));
+    REQUIRE(c.set_driver_version != nullptr);
+    REQUIRE(c.launch_kinds_into != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
