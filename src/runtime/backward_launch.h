@@ -1,5 +1,7 @@
 // Launch of a backward call: the preprocess, the main kernel and the postprocess of one
-// backward kernel's cubin, in order on the caller's stream. No allocation, no synchronization.
+// backward kernel's cubin, in order on the caller's stream (the second and third by
+// programmatic dependent launch where the driver allows it: each waits in the kernel for the
+// one before). No allocation, no synchronization.
 #pragma once
 
 #include "fa3/fa3.h"
