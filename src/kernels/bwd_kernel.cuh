@@ -227,19 +227,19 @@ struct BwdWork {
     } else if (!p.ordered_adds) {
       // Non-causal, a pair's K/V blocks run together and would walk the query blocks in
       // step: all their dQ adds into one query block's floats at once. Each starts at its
-      // own share of the query blocks instead and wraps around.
+      // own share of the query blocks instead and wraps around (v33b: d64 +1%, the rest
+      // level). Ordered adds keep the common order: a CTA waits only for earlier ones.
       m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
     }
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending from
-  // m_first, wrapping around to m_begin (non-causal, unordered adds: from n_block's share of
-  // the query blocks; otherwise m_first is m_begin); but descending for causal calls with
-  // ordered adds. There a query block's adds go in K/V block
-  // order, and with ascending m the CTA of K/V block n, whose first query block is about
-  // n * block_n / block_m, would wait at each block for the CTAs before it, which reach it
-  // later: every CTA would take as long as the longest. Descending, all the CTAs of a head
-  // start at the last query block and walk down together, each behind the one before it by
-  // the latency of its adds, not by its extra blocks.
+  // m_first, wrapping around to m_begin (m_first is m_begin but for non-causal calls without
+  // ordered adds); but descending for causal calls with ordered adds. There a query block's
+  // adds go in K/V block order, and with ascending m the CTA of K/V block n, whose first
+  // query block is about n * block_n / block_m, would wait at each block for the CTAs before
+  // it, which reach it later: every CTA would take as long as the longest. Descending, all the
+  // CTAs of a head start at the last query block and walk down together, each behind the one
+  // before it by the latency of its adds, not by its extra blocks.
   __device__ __forceinline__ int steps(const BwdParams& p) const {
     const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
     return per_head * p.heads_per_kv_head;
