@@ -721,6 +721,25 @@ TEST_CASE("the _dqt backward: dQ^T, 80-row query blocks at head dim 128", "[cpu]
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_dqh"));
 }
 
+TEST_CASE("the _rw backward: a rotated walk, non-causal only", "[cpu][registry]") {
+  const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw");
+  REQUIRE(c);
+  CHECK(c->rotated_walk);
+  CHECK_FALSE(c->causal);
+  CHECK(fa3::bwd_kernel_name(*c) == "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw");
+  const auto base = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq");
+  REQUIRE(base);
+  CHECK_FALSE(base->rotated_walk);
+  CHECK(fa3::bwd_kernel_name(*base) == "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq");
+  // Before _p32, after the dQ split; causal walks are staggered by construction.
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_rw_p32"));
+  std::string why;
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_causal", &why));
+  CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_rw_dqq", &why));
+  CHECK(why.find("_rw") != std::string::npos);
+}
+
 TEST_CASE("the _p32 backward: setmaxnreg 32 / 232", "[cpu][registry]") {
   const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal");
   REQUIRE(c);

@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_p32][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_rw][_p32][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -28,6 +28,11 @@
 // workspace's dQ accumulator keeps each query block as block_m / 64 bands of 64 rows x
 // head_dim in tile::AccFragmentOrder (DqAccumLayout; _dqt: head_dim / 64 runs of dQ_i^T's 64
 // rows x block_m).
+// _rw (BwdConfig::rotated_walk, non-causal only): the CTA of K/V block n starts its walk of the
+// query blocks at n * M / N (M query blocks, N K/V blocks) and wraps around, so that a pair's
+// CTAs, which run together, do not reduce-add into one query block at the same time (without
+// ordered adds; d64: +1%, d128: -1%, docs/perf-history.md v33b). Causal walks are staggered
+// already: each K/V block starts at its diagonal.
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
@@ -62,6 +67,7 @@ struct BwdConfig {
   int consumer_warpgroups = 2;  // one producer warpgroup + these
   DqSplit dq_split = DqSplit::Keys;
   KvSplit kv_split = KvSplit::Keys;
+  bool rotated_walk = false;      // _rw: non-causal walks start at the CTA's share of the blocks
   bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
   bool causal = false;
 
@@ -203,7 +209,8 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const int launch_regs = 65536 / c.threads() / 8 * 8;
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
-  return shape_ok && regs_ok && c.consumer_warpgroups == 2 && c.stages >= 1 && c.stages <= 3 &&
+  return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
+         c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 
@@ -308,6 +315,10 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     r.config.dq_split = DqSplit::HeadDimT;
     pos += 4;
   }
+  if (spells_at(name, pos, "rw")) {
+    r.config.rotated_walk = true;
+    pos += 3;
+  }
   if (spells_at(name, pos, "p32")) {
     r.config.producer_regs_32 = true;
     pos += 4;
@@ -317,7 +328,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _p32, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _rw, _p32, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

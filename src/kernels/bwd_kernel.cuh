@@ -75,6 +75,7 @@ struct BwdTraits {
   static constexpr int kStages = kCfg.stages;
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
+  static constexpr bool kRotatedWalk = kCfg.rotated_walk;
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
   static constexpr bool kKvSplitHeadDim = kCfg.kv_split_head_dim();
@@ -224,16 +225,16 @@ struct BwdWork {
       const int first_query = n_block * Tr::kBlockN - p.seqlen_k + p.seqlen_q;
       m_begin = first_query <= 0 ? 0 : first_query / Tr::kBlockM;
       m_first = m_begin;
-    } else if (!p.ordered_adds) {
-      // Non-causal, a pair's K/V blocks run together and would walk the query blocks in
-      // step: all their dQ adds into one query block's floats at once. Each starts at its
-      // own share of the query blocks instead and wraps around (v33b: d64 +1%, the rest
-      // level). Ordered adds keep the common order: a CTA waits only for earlier ones.
+    } else if (Tr::kRotatedWalk && !p.ordered_adds) {
+      // _rw: a pair's K/V blocks run together and would walk the query blocks in step, all
+      // their dQ adds into one query block's floats at once; each starts at its own share of
+      // the query blocks instead and wraps around. Ordered adds keep the common order: a CTA
+      // may wait only for earlier ones.
       m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
     }
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending from
-  // m_first, wrapping around to m_begin (m_first is m_begin but for non-causal calls without
+  // m_first, wrapping around to m_begin (m_first is m_begin but in _rw kernels without
   // ordered adds); but descending for causal calls with ordered adds. There a query block's
   // adds go in K/V block order, and with ascending m the CTA of K/V block n, whose first
   // query block is about n * block_n / block_m, would wait at each block for the CTAs before
@@ -255,11 +256,11 @@ struct BwdWork {
   __device__ __forceinline__ void advance(const BwdParams& p, BwdStep* s) const {
     if (descending(p)) {
       if (--s->m_block < m_begin) s->m_block = p.num_m_blocks - 1, ++s->head;
-    } else if (Tr::kCausal) {
-      if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
-    } else {
+    } else if (Tr::kRotatedWalk) {
       if (++s->m_block == p.num_m_blocks) s->m_block = 0;
       if (s->m_block == m_first) ++s->head;
+    } else {
+      if (++s->m_block == p.num_m_blocks) s->m_block = m_begin, ++s->head;
     }
   }
 };

@@ -126,6 +126,7 @@ std::string bwd_kernel_name(const BwdConfig& c) {
   if (c.dq_split == DqSplit::HeadDim) s += "_dqh";
   if (c.dq_split == DqSplit::Queries) s += "_dqq";
   if (c.dq_split == DqSplit::HeadDimT) s += "_dqt";
+  if (c.rotated_walk) s += "_rw";
   if (c.producer_regs_32) s += "_p32";
   if (c.causal) s += "_causal";
   return s;

@@ -678,6 +678,7 @@ Json bwd_config_json(const BwdConfig& c) {
               {"consumer_regs", c.consumer_regs()},
               {"kv_split", kKvSplitWords[static_cast<int>(c.kv_split)]},
               {"dq_split", kDqSplitWords[static_cast<int>(c.dq_split)]},
+              {"rotated_walk", c.rotated_walk},
               {"causal", c.causal}};
 }
 
