@@ -31,8 +31,8 @@
 // _rw (BwdConfig::rotated_walk, non-causal only): the CTA of K/V block n starts its walk of the
 // query blocks at n * M / N (M query blocks, N K/V blocks) and wraps around, so that a pair's
 // CTAs, which run together, do not reduce-add into one query block at the same time (without
-// ordered adds; d64: +1%, d128: -1%, docs/perf-history.md v33b). Causal walks are staggered
-// already: each K/V block starts at its diagonal.
+// ordered adds; d64 +1%, d128 and d256 level: docs/perf-history.md v33b, v33d). Causal walks
+// are staggered already: each K/V block starts at its diagonal.
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
