@@ -388,6 +388,40 @@ TEST_CASE("a name's parts spell it, each with its meaning", "[cpu][registry]") {
   CHECK(loop->value == "pipelined");
 }
 
+TEST_CASE("a backward name's parts spell it, each with its meaning", "[cpu][registry]") {
+  for (const std::string name : {"fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw",
+                                 "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal",
+                                 "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal",
+                                 "fa3_bwd_f16_d64_m64_n128_s2_w2"}) {
+    INFO(name);
+    const std::vector<fa3::NamePart> parts = fa3::explain_bwd_kernel_name(name);
+    REQUIRE(parts.size() == 12);  // direction, dtype, five numbers, five options
+    std::string spelled;
+    for (const fa3::NamePart& p : parts) {
+      INFO(p.field);
+      CHECK_FALSE(p.meaning.empty());
+      CHECK_FALSE(p.lab_only);
+      if (!p.tokens.empty()) spelled += (spelled.empty() ? "" : "_") + p.tokens;
+    }
+    CHECK(spelled == name);
+    // The values are the tuning table's config words.
+    const fa3::BwdConfig c = fa3::parse_bwd_kernel_name(name).value();
+    CHECK(parts[7].field == "kv_split");
+    CHECK(parts[7].value == fa3::bwd_kv_split_word(c.kv_split));
+    CHECK(parts[8].field == "dq_split");
+    CHECK(parts[8].value == fa3::bwd_dq_split_word(c.dq_split));
+  }
+  const std::vector<fa3::NamePart> parts =
+      fa3::explain_bwd_kernel_name("fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal");
+  CHECK(parts[2].value == "128");
+  CHECK(parts[10].field == "producer_regs");
+  CHECK(parts[10].value == "32");
+  CHECK(parts[9].tokens.empty());  // rotated_walk at its default
+  CHECK(parts[9].value == "false");
+  CHECK(fa3::explain_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_causal").empty());
+  CHECK(fa3::explain_bwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2").empty());
+}
+
 TEST_CASE("docs/tuning_table.md embeds the registry's token table as generated",
           "[cpu][registry]") {
   // Tests run from the repository root.

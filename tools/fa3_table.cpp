@@ -1,6 +1,6 @@
 // fa3-table: validate, show and query tuning tables (schema: docs/tuning_table.md), list the
-// kernels compiled into libfa3 and explain kernel names from the registry of their tokens
-// (src/kernels/fwd_names.h). Needs no GPU and no driver.
+// kernels compiled into libfa3 and explain kernel names (forward: the registry of their tokens,
+// src/kernels/fwd_names.h; backward: bwd_config.h's grammar). Needs no GPU and no driver.
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -32,10 +32,10 @@ const char kUsage[] =
     "                       into this library; prints 'FILE: ok' or the reason it is not\n"
     "  show [FILE]          the built-in table, or FILE, as a text table (fwd and bwd\n"
     "                       entries)\n"
-    "  kernels              the kernels compiled into this library, each with what every\n"
-    "                       part of its name means\n"
-    "  explain NAME         what each part of a forward kernel name means (compiled or\n"
-    "                       not), or why it is not a kernel name\n"
+    "  kernels              the kernels compiled into this library, forward then\n"
+    "                       backward, each with what every part of its name means\n"
+    "  explain NAME         what each part of a forward or backward kernel name means\n"
+    "                       (compiled or not), or why it is not a kernel name\n"
     "  tokens [--markdown]  every name token: the option it sets, its value in a tuning\n"
     "                       table's config, its meaning, whether it is lab-only (--markdown:\n"
     "                       the table of docs/tuning_table.md)\n"
@@ -152,9 +152,16 @@ std::vector<std::vector<std::string>> part_rows(const std::vector<fa3::NamePart>
   return rows;
 }
 
+// A kernel name's parts, by the grammar of its direction.
+std::vector<fa3::NamePart> explain_kernel_name(const std::string& name) {
+  return name.rfind("fa3_bwd_", 0) == 0 ? fa3::explain_bwd_kernel_name(name)
+                                        : fa3::explain_fwd_kernel_name(name);
+}
+
 int list_kernels(const std::vector<std::string>& args) {
   if (!args.empty()) return usage_error("kernels takes no arguments");
-  if (fa3::compiled_kernels().empty()) {
+  const std::vector<const fa3::KernelInfo*>& kernels = fa3::all_compiled_kernels();
+  if (kernels.empty()) {
     std::printf("no kernels are compiled into this library\n");
     return 0;
   }
@@ -162,15 +169,14 @@ int list_kernels(const std::vector<std::string>& args) {
   // each kernel's name on a line of its own above its parts.
   std::vector<std::vector<std::string>> rows;
   std::vector<size_t> first_row;
-  for (const fa3::KernelInfo& k : fa3::compiled_kernels()) {
+  for (const fa3::KernelInfo* k : kernels) {
     first_row.push_back(rows.size());
-    for (std::vector<std::string>& row : part_rows(fa3::explain_fwd_kernel_name(k.name), false))
+    for (std::vector<std::string>& row : part_rows(explain_kernel_name(k->name), false))
       rows.push_back(std::move(row));
   }
   const std::vector<std::string> lines = column_lines(rows);
-  const std::vector<fa3::KernelInfo>& kernels = fa3::compiled_kernels();
   for (size_t k = 0; k < kernels.size(); ++k) {
-    std::printf("%s\n", kernels[k].name.c_str());
+    std::printf("%s\n", kernels[k]->name.c_str());
     const size_t end = k + 1 < kernels.size() ? first_row[k + 1] : lines.size();
     for (size_t i = first_row[k]; i < end; ++i) std::printf("%s\n", lines[i].c_str());
   }
@@ -181,14 +187,16 @@ int explain_name(const std::vector<std::string>& args) {
   if (args.size() != 1) return usage_error("explain takes one NAME");
   const std::string& name = args[0];
   std::string why;
-  if (!fa3::parse_fwd_kernel_name(name, &why)) {
-    std::fprintf(stderr, "%s is not a forward kernel name: %s\n", name.c_str(), why.c_str());
+  const bool backward = name.rfind("fa3_bwd_", 0) == 0;
+  if (backward ? !fa3::parse_bwd_kernel_name(name, &why) : !fa3::parse_fwd_kernel_name(name, &why)) {
+    std::fprintf(stderr, "%s is not a %s kernel name: %s\n", name.c_str(),
+                 backward ? "backward" : "forward", why.c_str());
     return kExitFailed;
   }
   std::printf("%s: %s\n", name.c_str(),
-              fa3::find_compiled_kernel(name) ? "compiled into this library"
-                                              : "a valid config, not compiled into this library");
-  print_columns(part_rows(fa3::explain_fwd_kernel_name(name), true));
+              fa3::find_any_compiled_kernel(name) ? "compiled into this library"
+                                                  : "a valid config, not compiled into this library");
+  print_columns(part_rows(explain_kernel_name(name), true));
   return 0;
 }
 

@@ -115,6 +115,72 @@ std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::str
   return r.config;
 }
 
+const char* bwd_kv_split_word(KvSplit s) {
+  static const char* const kWords[] = {"keys", "head_dim", "transposed"};
+  return kWords[static_cast<int>(s)];
+}
+
+const char* bwd_dq_split_word(DqSplit s) {
+  static const char* const kWords[] = {"keys", "head_dim", "queries", "head_dim_transposed"};
+  return kWords[static_cast<int>(s)];
+}
+
+std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
+  std::vector<NamePart> parts;
+  const std::optional<BwdConfig> c = parse_bwd_kernel_name(name);
+  if (!c) return parts;
+  parts.push_back({"fa3_bwd", "direction", "backward",
+                   "a backward attention kernel (Algorithm 3); its cubin holds <name>_pre and "
+                   "<name>_post too",
+                   false});
+  parts.push_back({dtype_name(c->dtype), "dtype", dtype_name(c->dtype),
+                   "element type of Q, K, V, O, dO and of dQ, dK, dV", false});
+  const struct {
+    char prefix;
+    const char* key;
+    int value;
+    const char* meaning;
+  } numbers[] = {
+      {'d', "head_dim", c->head_dim, "head dimension"},
+      {'m', "block_m", c->block_m, "query rows per step (Br)"},
+      {'n', "block_n", c->block_n, "keys per CTA (Bc), whose dK and dV stay in registers"},
+      {'s', "stages", c->stages, "depth of the Q / dO shared-memory pipeline"},
+      {'w', "consumer_warpgroups", c->consumer_warpgroups,
+       "consumer warpgroups (besides the producer warpgroup)"},
+  };
+  for (const auto& n : numbers)
+    parts.push_back({n.prefix + std::to_string(n.value), n.key, std::to_string(n.value), n.meaning,
+                     false});
+  const char* kv_meaning[] = {
+      "each consumer warpgroup owns 64 keys of S^T, dP^T, dK and dV",
+      "the warpgroups share the keys and split the head dim of dK and dV (SS GEMMs)",
+      "as kvh, with dK^T and dV^T accumulated (block_n need not be a multiple of 64)"};
+  const char* kv_tokens[] = {"", "kvh", "kvt"};
+  const int kv = static_cast<int>(c->kv_split);
+  parts.push_back({kv_tokens[kv], "kv_split", bwd_kv_split_word(c->kv_split), kv_meaning[kv], false});
+  const char* dq_meaning[] = {
+      "each warpgroup computes dQ_i over its own keys: two fp32 parts a step",
+      "dQ_i from both warpgroups' dS^T in shared memory, split by head dim",
+      "dQ_i from both warpgroups' dS^T in shared memory, split by query rows",
+      "dQ_i^T = K_j^T dS^T, split by head dim (block_m may be 80)"};
+  const char* dq_tokens[] = {"", "dqh", "dqq", "dqt"};
+  const int dq = static_cast<int>(c->dq_split);
+  parts.push_back({dq_tokens[dq], "dq_split", bwd_dq_split_word(c->dq_split), dq_meaning[dq], false});
+  parts.push_back({c->rotated_walk ? "rw" : "", "rotated_walk", c->rotated_walk ? "true" : "false",
+                   c->rotated_walk ? "non-causal: each CTA starts its walk of the query blocks at "
+                                     "its own share of them"
+                                   : "each CTA walks the query blocks from its first",
+                   false});
+  parts.push_back({c->producer_regs_32 ? "p32" : "", "producer_regs",
+                   std::to_string(c->producer_regs()),
+                   c->producer_regs_32 ? "setmaxnreg 32 / 232 (producer / consumers)"
+                                       : "setmaxnreg 24 / 240 (producer / consumers)",
+                   false});
+  parts.push_back({c->causal ? "causal" : "", "causal", c->causal ? "true" : "false",
+                   c->causal ? "causal mask, bottom-right aligned" : "no mask", false});
+  return parts;
+}
+
 std::string bwd_kernel_name(const BwdConfig& c) {
   std::string s = std::string("fa3_bwd_") + dtype_name(c.dtype);
   const int numbers[kFwdNumberCount] = {c.head_dim, c.block_m, c.block_n, c.stages,

@@ -88,6 +88,14 @@ const std::vector<KernelInfo>& compiled_forward_and_backward_kernels();
 // Parses a backward kernel name (bwd_config.h); nullopt with `why` when it does not parse.
 std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::string* why = nullptr);
 std::string bwd_kernel_name(const BwdConfig& c);
+// The words of the backward config's splits, as in a tuning table's "bwd" config: "keys",
+// "head_dim", "transposed"; "keys", "head_dim", "queries", "head_dim_transposed".
+const char* bwd_kv_split_word(KvSplit s);
+const char* bwd_dq_split_word(DqSplit s);
+// A backward name's parts, as explain_fwd_kernel_name's: the direction, the dtype, the numbers,
+// then kv_split, dq_split, rotated_walk, producer_regs and causal (with an empty spelling at
+// their defaults). Empty for a name that does not parse.
+std::vector<NamePart> explain_bwd_kernel_name(const std::string& name);
 
 // A kernel with the row sums by the PV GEMM (FwdConfig::row_sum_mma) serves calls without an
 // LSE only: its l sums P~ rounded to 16 bits, and an LSE from it would be off by up to 1e-3.

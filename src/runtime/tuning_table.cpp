@@ -668,16 +668,14 @@ Json fwd_config_json(const FwdConfig& c) {
 }
 
 Json bwd_config_json(const BwdConfig& c) {
-  static const char* const kDqSplitWords[] = {"keys", "head_dim", "queries", "head_dim_transposed"};
-  static const char* const kKvSplitWords[] = {"keys", "head_dim", "transposed"};
   return Json{{"block_m", c.block_m},
               {"block_n", c.block_n},
               {"stages", c.stages},
               {"consumer_warpgroups", c.consumer_warpgroups},
               {"producer_regs", c.producer_regs()},
               {"consumer_regs", c.consumer_regs()},
-              {"kv_split", kKvSplitWords[static_cast<int>(c.kv_split)]},
-              {"dq_split", kDqSplitWords[static_cast<int>(c.dq_split)]},
+              {"kv_split", bwd_kv_split_word(c.kv_split)},
+              {"dq_split", bwd_dq_split_word(c.dq_split)},
               {"rotated_walk", c.rotated_walk},
               {"causal", c.causal}};
 }
