@@ -125,6 +125,19 @@ const char* bwd_dq_split_word(DqSplit s) {
   return kWords[static_cast<int>(s)];
 }
 
+namespace {
+// The name's token of each split ("" for the default, which the name leaves out): one place
+// for bwd_kernel_name and explain_bwd_kernel_name (parse_bwd_name, bwd_config.h, reads them).
+const char* bwd_kv_split_token(KvSplit s) {
+  static const char* const kTokens[] = {"", "kvh", "kvt"};
+  return kTokens[static_cast<int>(s)];
+}
+const char* bwd_dq_split_token(DqSplit s) {
+  static const char* const kTokens[] = {"", "dqh", "dqq", "dqt"};
+  return kTokens[static_cast<int>(s)];
+}
+}  // namespace
+
 std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
   std::vector<NamePart> parts;
   const std::optional<BwdConfig> c = parse_bwd_kernel_name(name);
@@ -155,17 +168,15 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
       "each consumer warpgroup owns 64 keys of S^T, dP^T, dK and dV",
       "the warpgroups share the keys and split the head dim of dK and dV (SS GEMMs)",
       "as kvh, with dK^T and dV^T accumulated (block_n need not be a multiple of 64)"};
-  const char* kv_tokens[] = {"", "kvh", "kvt"};
   const int kv = static_cast<int>(c->kv_split);
-  parts.push_back({kv_tokens[kv], "kv_split", bwd_kv_split_word(c->kv_split), kv_meaning[kv], false});
+  parts.push_back({bwd_kv_split_token(c->kv_split), "kv_split", bwd_kv_split_word(c->kv_split), kv_meaning[kv], false});
   const char* dq_meaning[] = {
       "each warpgroup computes dQ_i over its own keys: two fp32 parts a step",
       "dQ_i from both warpgroups' dS^T in shared memory, split by head dim",
       "dQ_i from both warpgroups' dS^T in shared memory, split by query rows",
       "dQ_i^T = K_j^T dS^T, split by head dim (block_m may be 80)"};
-  const char* dq_tokens[] = {"", "dqh", "dqq", "dqt"};
   const int dq = static_cast<int>(c->dq_split);
-  parts.push_back({dq_tokens[dq], "dq_split", bwd_dq_split_word(c->dq_split), dq_meaning[dq], false});
+  parts.push_back({bwd_dq_split_token(c->dq_split), "dq_split", bwd_dq_split_word(c->dq_split), dq_meaning[dq], false});
   parts.push_back({c->rotated_walk ? "rw" : "", "rotated_walk", c->rotated_walk ? "true" : "false",
                    c->rotated_walk ? "non-causal: each CTA starts its walk of the query blocks at "
                                      "its own share of them"
@@ -187,11 +198,8 @@ std::string bwd_kernel_name(const BwdConfig& c) {
                                         c.consumer_warpgroups};
   for (int i = 0; i < kFwdNumberCount; ++i)
     s += std::string("_") + kFwdNumbers[i].prefix + std::to_string(numbers[i]);
-  if (c.kv_split == KvSplit::HeadDim) s += "_kvh";
-  if (c.kv_split == KvSplit::Transposed) s += "_kvt";
-  if (c.dq_split == DqSplit::HeadDim) s += "_dqh";
-  if (c.dq_split == DqSplit::Queries) s += "_dqq";
-  if (c.dq_split == DqSplit::HeadDimT) s += "_dqt";
+  for (const char* token : {bwd_kv_split_token(c.kv_split), bwd_dq_split_token(c.dq_split)})
+    if (*token) s += std::string("_") + token;
   if (c.rotated_walk) s += "_rw";
   if (c.producer_regs_32) s += "_p32";
   if (c.causal) s += "_causal";
