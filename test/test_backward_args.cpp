@@ -50,8 +50,9 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
 
 // The workspace of Args' problem: batch 2 x heads 8 x 160 rows (100 rounded up to whole
 // 128-row blocks, 128, and to whole 80-row blocks, 160: the larger) = 2560 rows; lse_log2
-// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores.
-constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4;
+// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores and
+// the _pt kernels' tile counter.
+constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4;
 
 struct Args {
   fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
@@ -284,7 +285,7 @@ const Rule kRules[] = {
      FA3_ERR_INVALID_ARGUMENT, "workspace (0xa00000080) must be 256-byte aligned"},
     {"workspace too small", [](Args& a) { a.workspace_bytes = kArgsWorkspaceBytes - 1; },
      FA3_ERR_INVALID_ARGUMENT,
-     "workspace_bytes (1331359) is less than the 1331360 bytes this problem needs (fa3_backward_workspace_size)"},
+     "workspace_bytes (1331363) is less than the 1331364 bytes this problem needs (fa3_backward_workspace_size)"},
     {"workspace overlaps dv", [](Args& a) { a.workspace = reinterpret_cast<char*>(kDv) + 256; },
      FA3_ERR_INVALID_ARGUMENT,
      "workspace overlaps dv in memory: the workspace must not share memory with a tensor or lse"},
@@ -566,7 +567,8 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dpsum == 10240u);                       // 2 x 8 x 160 rows of fp32
   CHECK(w.dq_accum == 20480u);
   CHECK(w.dq_semaphore == 20480u + 2560u * 128 * 4);
-  CHECK(w.total == w.dq_semaphore + 2560 / 64 * 4);  // one int32 per 64 rows
+  CHECK(w.tile_counter == w.dq_semaphore + 2560 / 64 * 4);  // one int32 per 64 rows
+  CHECK(w.total == w.tile_counter + 4);
   CHECK(w.total == kArgsWorkspaceBytes);
   // Every kernel's last query block lies inside the rows: whole blocks of 64, 80 and 128.
   for (int64_t s : {1, 63, 64, 65, 79, 80, 81, 127, 128, 129, 160, 255, 256, 640, 1000, 8192})
@@ -583,7 +585,8 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dpsum == 512u);
   CHECK(w.dq_accum == 1024u);
   CHECK(w.dq_semaphore == 1024u + 128 * 64 * 4);
-  CHECK(w.total == w.dq_semaphore + 2 * 4);
+  CHECK(w.tile_counter == w.dq_semaphore + 2 * 4);
+  CHECK(w.total == w.tile_counter + 4);
 
   // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout (8192 rows
   // take 103 blocks of 80: 8240).
@@ -593,7 +596,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dpsum == rows * 4);
   CHECK(w.dq_accum == rows * 8);
   CHECK(w.dq_semaphore == rows * 8 + rows * 128 * 4);
-  CHECK(w.total == w.dq_semaphore + rows / 64 * 4);
+  CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4);
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 }
@@ -727,7 +730,7 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4);
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);  // + the tile counter
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -796,6 +799,44 @@ TEST_CASE("backward: the main kernel and the postprocess follow by programmatic 
     fake().set_driver_version(13000);  // read when the handle was created
     REQUIRE(a.run(fh.h) == FA3_OK);
     CHECK(fake().launch_kinds() == "---");
+  }
+}
+
+TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a CTA per tile",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;  // the fake device has 132 SMs
+  Args a;         // d128: 2 batches x 2 K/V heads x 3 blocks of 128 keys; 2 64-row blocks
+  REQUIRE(a.run(fh.h) == FA3_OK);
+  CHECK(fake().launch_grids() == "2 12 2 ");
+  auto d64 = [](Args& b, int64_t seqlen, int causal) {
+    for (fa3_tensor* t : {&b.q, &b.k, &b.v, &b.o, &b.dout, &b.dq, &b.dk, &b.dv}) {
+      t->head_dim = 64;
+      t->seqlen = seqlen;
+      t->stride_head = 64;
+      t->stride_seq = 64 * t->heads;
+      t->stride_batch = seqlen * 64 * t->heads;
+    }
+    b.p.causal = causal;
+    b.workspace = nullptr;
+  };
+  for (int causal : {0, 1}) {
+    INFO("causal " << causal);
+    // 4096 keys: 32 blocks x 4 pairs = 128 tiles, a CTA each; 8192: 256 tiles, on the 132 SMs
+    // for the causal pick (_pt), a CTA each for the non-causal one.
+    Args small;
+    d64(small, 4096, causal);
+    // (The built-in table's picks; their names are this test's premise.)
+    const std::string kernel = std::string("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq") +
+                               (causal ? "_pt_causal" : "_rw");
+    REQUIRE(fa3::find_any_compiled_kernel(kernel) != nullptr);
+    fake().reset();
+    REQUIRE(small.run(fh.h) == FA3_OK);
+    CHECK(fake().launch_grids() == "32 128 32 ");
+    Args large;
+    d64(large, 8192, causal);
+    fake().reset();
+    REQUIRE(large.run(fh.h) == FA3_OK);
+    CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
   }
 }
 

@@ -686,6 +686,29 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
   }
 }
 
+TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
+  // More tiles (K/V blocks) than SMs, so that every CTA of a _pt kernel (the table's head dim
+  // 64 causal picks) draws tiles from the counter and the carried pipeline, dS^T and dQ-buffer
+  // phases cross tile boundaries; dK and dV leave through the dQ buffers, or (padded outputs,
+  // not TMA-aligned) from registers. (The named-kernel test below runs every compiled _pt
+  // kernel on the common shapes.)
+  Runner runner;
+  const bool bf16 = GENERATE(false, true);
+  const bool causal = true;
+  const Shape shapes[] = {
+      {2, 4000, 4000, 16, 4, Layout::Contiguous},    // 2 x 4 pairs x 32 blocks: 256 tiles, GQA 4
+      {1, 1500, 9000, 8, 8, Layout::HeadsMajor},     // 8 x 71: 568 tiles, seqlen_q < seqlen_k
+      {2, 2100, 2100, 8, 8, Layout::PaddedOutputs},  // 16 x 17: 272 tiles, dK, dV by plain stores
+  };
+  uint64_t seed = 4100 + (bf16 ? 2 : 0);
+  for (const Shape& s : shapes) {
+    const Case c = case_of(s, bf16, 64, causal);
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed));
+    seed += 7919;
+  }
+}
+
 TEST_CASE("every compiled backward kernel, named, matches the float64 reference",
           "[gpu][backward]") {
   // The table picks a kernel by seqlen_q too (d128 non-causal: _dqh below 1024 query rows,
@@ -753,6 +776,9 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       {true, 128, true, 1, 2100, 2100, 8, 1},
                       {false, 64, false, 2, 1000, 2000, 8, 1},
                       {false, 64, true, 1, 1800, 1800, 4, 4},
+                      // more tiles than SMs: the _pt kernels' ordered adds across drawn tiles
+                      {true, 64, true, 2, 3000, 3000, 16, 4},
+                      {false, 64, false, 1, 2000, 4100, 16, 8},
                       {true, 256, false, 1, 700, 1100, 4, 2},
                       {false, 256, true, 1, 1300, 1300, 2, 1}};
   uint64_t seed = 31;
@@ -885,9 +911,10 @@ TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
 TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitize]") {
   // Few and small: under memcheck/racecheck/synccheck the kernels run orders of magnitude
   // slower. Both dtypes and every head dim, causal both ways with rows that see no key, tails in
-  // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace.
+  // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace, a
+  // persistent kernel's CTAs walking several tiles.
   Runner runner;
-  Case cases[6];
+  Case cases[7];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
   cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -900,6 +927,11 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   cases[4].seqlen_k = 97; cases[4].heads = 2; cases[4].heads_kv = 1;
   cases[5].bf16 = false; cases[5].head_dim = 256; cases[5].seqlen_q = 130; cases[5].seqlen_k = 130;
   cases[5].heads = 2; cases[5].heads_kv = 2; cases[5].deterministic = true; cases[5].layout = Layout::Packed;
+  // The d64 causal pick is persistent (_pt): 3 key blocks x 64 pairs = 192 tiles on 132 SMs,
+  // so that CTAs walk several tiles (the tile counter, the carried phases, dK and dV stored from
+  // the dQ buffers while the next tile runs).
+  cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 300;
+  cases[6].seqlen_k = 300; cases[6].heads = 64; cases[6].heads_kv = 64;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

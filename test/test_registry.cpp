@@ -390,12 +390,14 @@ TEST_CASE("a name's parts spell it, each with its meaning", "[cpu][registry]") {
 
 TEST_CASE("a backward name's parts spell it, each with its meaning", "[cpu][registry]") {
   for (const std::string name : {"fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw",
+                                 "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt",
+                                 "fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal",
                                  "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal",
                                  "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal",
                                  "fa3_bwd_f16_d64_m64_n128_s2_w2"}) {
     INFO(name);
     const std::vector<fa3::NamePart> parts = fa3::explain_bwd_kernel_name(name);
-    REQUIRE(parts.size() == 12);  // direction, dtype, five numbers, five options
+    REQUIRE(parts.size() == 13);  // direction, dtype, five numbers, six options
     std::string spelled;
     for (const fa3::NamePart& p : parts) {
       INFO(p.field);
@@ -772,6 +774,33 @@ TEST_CASE("the _rw backward: a rotated walk, non-causal only", "[cpu][registry]"
   CHECK(why.find("bwd_config_is_valid") != std::string::npos);
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_rw_dqq", &why));
   CHECK(why.find("_rw") != std::string::npos);
+}
+
+TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its dQ buffer",
+          "[cpu][registry]") {
+  const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal");
+  REQUIRE(c);
+  CHECK(c->persistent);
+  CHECK(c->causal);
+  CHECK(fa3::bwd_kernel_name(*c) == "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal");
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_pt"));
+  const std::vector<fa3::NamePart> parts =
+      fa3::explain_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal");
+  CHECK(parts[11].field == "persistent");
+  CHECK(parts[11].tokens == "pt");
+  CHECK(parts[11].value == "true");
+  // A warpgroup's 64 keys of dK and dV (16 KB at d64, 32 KB at d128) must fit its dQ buffer
+  // (64 x 64 fp32, 16 KB, at d64 _dqq; d128 _dqh's is 16 KB too); the other consumers, and
+  // _kvh / _kvt, are not persistent.
+  std::string why;
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt", &why));
+  CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt"));
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_pt"));
+  // The token's place: after _p32, before _causal.
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_pt_dqq_causal", &why));
+  CHECK(why.find("_pt") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal_pt"));
 }
 
 TEST_CASE("the _p32 backward: setmaxnreg 32 / 232", "[cpu][registry]") {

@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_rw][_p32][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_rw][_p32][_pt][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -36,6 +36,16 @@
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
+// _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from the
+// launch's counter (the forward's dynamic scheduler's): the first blockIdx.x, each next one
+// drawn by the producer once it has issued the last one's loads, so that the long causal
+// tiles even out as the hardware's dispatch of one CTA a tile does. A tile's end does not
+// wait for its dK_j and dV_j to leave: each warpgroup stages its 64 keys of them in its dQ
+// buffer (a pseudo-step of the dQ ring: the buffer must hold them, 16 KB at head dim 64) and
+// the dQ writer stores them by TMA while the next tile's K_j and V_j (loaded as soon as the
+// last step's GEMMs have read them) and first steps run; the CTA's start (launch, barrier
+// set-up, K/V's first arrival) is paid once per SM, not once per tile (v28h: 1.6 steps a CTA
+// at d64, 16% of the time at causal 2k).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
@@ -69,6 +79,7 @@ struct BwdConfig {
   KvSplit kv_split = KvSplit::Keys;
   bool rotated_walk = false;      // _rw: non-causal walks start at the CTA's share of the blocks
   bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
+  bool persistent = false;        // _pt: a CTA per SM, tiles drawn from a counter
   bool causal = false;
 
   // Whether the warpgroups share the keys and split the head dim of dK_j and dV_j (_kvh,
@@ -131,6 +142,12 @@ struct BwdConfig {
     return consumer_warpgroups == 2 ? (producer_regs_32 ? 232 : 240) : 160;
   }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
+  // _pt: whether a warpgroup's 64 keys of dK_j and dV_j (16-bit, 64-row TMA boxes) fit its dQ
+  // staging buffer, where a persistent CTA stages them for the dQ writer's TMA store.
+  constexpr bool dkv_fit_dq_buffer() const {
+    return !kv_split_head_dim() && dq_slots() == consumer_warpgroups &&
+           dq_rows() * dq_piece_cols() * 4 >= 2 * 64 * head_dim * 2;
+  }
 };
 
 // Shared memory a backward CTA may use: 227 KB per block (the main kernel declares no static
@@ -155,9 +172,12 @@ struct BwdSmemLayout {
 
   static constexpr uint32_t barrier_count(const BwdConfig& c) {
     // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
-    // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]
+    // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
+    // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
+    // tile slots and three roles' carries (4 bytes each)
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
-           (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u);
+           (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u) +
+           (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u);
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {
@@ -210,6 +230,7 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
   return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
+         (!c.persistent || (c.dkv_fit_dq_buffer() && !c.dq_transposed())) &&
          c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
@@ -323,12 +344,16 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     r.config.producer_regs_32 = true;
     pos += 4;
   }
+  if (spells_at(name, pos, "pt")) {
+    r.config.persistent = true;
+    pos += 3;
+  }
   if (spells_at(name, pos, "causal")) {
     r.config.causal = true;
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _rw, _p32, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _rw, _p32, _pt, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -22,6 +22,9 @@
 //                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
 //                         With _kvt (head dim 256, 80 keys; bwd_consumer_transposed) S and dP
 //                         of 40 keys each, not transposed, and dK^T, dV^T of 128 columns each.
+//   (_pt)                 one CTA per SM walks tiles drawn from a counter (bwd_for_each_tile);
+//                         warpgroup 0's warp 2 stores each tile's dK_j and dV_j, which the
+//                         consumers stage in their dQ buffers (bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
@@ -76,6 +79,7 @@ struct BwdTraits {
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
   static constexpr bool kRotatedWalk = kCfg.rotated_walk;
+  static constexpr bool kPersistent = kCfg.persistent;
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
   static constexpr bool kKvSplitHeadDim = kCfg.kv_split_head_dim();
@@ -93,6 +97,8 @@ struct BwdTraits {
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
+  // _pt: a warpgroup's 64 keys of dK_j or dV_j, staged in its dQ buffer (two of them).
+  using KVRows = tile::SmemTile<Elem, 64, kHeadDim>;
   using QTile = tile::SmemTile<Elem, kBlockM, kHeadDim>;   // Q_i or dO_i
   static constexpr bool kDqTransposed = kCfg.dq_transposed();
   // dS^T: keys x queries; _dqt: dS, queries x keys (the K-major B of dQ_i^T = K_j^T dS^T).
@@ -116,6 +122,9 @@ struct BwdTraits {
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
+  static_assert(!kPersistent || (2 * KVRows::kBytes <= DqStaging::kBytes &&
+                                 kSmem.dq_offset % 1024 == 0 && DqStaging::kBytes % 1024 == 0),
+                "_pt: a warpgroup's dK_j and dV_j rows fit its dQ buffer, 1024-byte aligned (swizzle)");
 };
 
 // Shared-memory addresses of one backward CTA.
@@ -123,6 +132,11 @@ template <class Tr>
 struct BwdSmem {
   uint32_t k, v, q, dout, stats, ds, p_t, dq;
   uint32_t kv_full, dq_full, dq_empty, do_full, do_empty;
+  // _pt: K_j and V_j read by the tile's last GEMMs (every consumer thread arrives); the
+  // next tile published in slot k % 2 (the producer arrives on full; the dQ writer, the dK/dV
+  // storer and every consumer thread on empty once read); a warpgroup's dK_j and dV_j staged
+  // (dkv_full, a barrier per warpgroup); the tile slots and the carries of warpgroup 0's roles.
+  uint32_t kv_empty, tile_full, tile_empty, dkv_full, tile_slots;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
   __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
@@ -141,7 +155,18 @@ struct BwdSmem {
     dq_empty = dq_full + 8 * Tr::kDqSlots;
     do_full = dq_empty + 8 * Tr::kDqSlots;
     do_empty = do_full + 8 * Tr::kStages;
+    kv_empty = dq_empty + 8 * Tr::kDqSlots + (Tr::kSplitQdo ? 16 * Tr::kStages : 0);
+    tile_full = kv_empty + 8;
+    tile_empty = tile_full + 16;
+    dkv_full = tile_empty + 16;
+    tile_slots = dkv_full + 8 * Tr::kConsumers;
   }
+  __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
+  // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
+  __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
+  __device__ __forceinline__ uint32_t tile_full_bar(uint32_t k) const { return tile_full + 8 * (k & 1); }
+  __device__ __forceinline__ uint32_t tile_empty_bar(uint32_t k) const { return tile_empty + 8 * (k & 1); }
+  __device__ __forceinline__ uint32_t tile_slot(uint32_t k) const { return tile_slots + 4 * (k & 1); }
   // The barrier dO_i and D_i of stage s land on: their own (kSplitQdo), else the stage's full.
   __device__ __forceinline__ uint32_t do_full_bar(uint32_t s) const {
     return Tr::kSplitQdo ? do_full + 8 * s : pipe.full(s);
@@ -213,9 +238,9 @@ struct BwdWork {
   int n_block, kv_head, batch, m_begin;
   int m_first;  // the query block each head's walk starts at (and wraps around to)
 
-  __device__ __forceinline__ explicit BwdWork(const BwdParams& p) : m_begin(0), m_first(0) {
-    const BwdTile tile = bwd_tile_at(static_cast<int>(blockIdx.x), p.num_n_blocks, p.heads_kv,
-                                     p.batch * p.heads_kv, p.l2_section);
+  __device__ __forceinline__ BwdWork(const BwdParams& p, int index) : m_begin(0), m_first(0) {
+    const BwdTile tile =
+        bwd_tile_at(index, p.num_n_blocks, p.heads_kv, p.batch * p.heads_kv, p.l2_section);
     n_block = tile.n_block;
     kv_head = tile.kv_head;
     batch = tile.batch;
@@ -265,6 +290,28 @@ struct BwdWork {
   }
 };
 
+// Where a CTA's tile starts in its sequence (_pt; one tile a CTA otherwise, all zero): the
+// tiles before it (K_j's and V_j's barrier phases, the tile slots' uses) and their steps (the
+// pipeline's stage and phase, the dS^T stage and the dQ buffers' parity), each modulo what it
+// decides, in one register: it is live through every role's loop, and v33e's probe spilled
+// with three carried registers at d64 causal, not with one.
+struct BwdCarry {
+  // steps modulo 12 (what 2 x stages for 1-3 stages and 2 dS^T stages see), tiles modulo 4
+  // (the tile slots: k % 2 and the parity of k / 2) in bits 8-9, bit 10 once a tile ran.
+  uint32_t bits = 0;
+  __device__ __forceinline__ uint32_t steps() const { return bits & 0xffu; }
+  __device__ __forceinline__ uint32_t tiles() const { return (bits >> 8) & 3u; }
+  __device__ __forceinline__ bool first() const { return (bits >> 8) == 0; }  // bit 10: a tile ran
+  __device__ __forceinline__ void advance(int tile_steps) {
+    bits = 0x400u | (((tiles() + 1) & 3u) << 8) | ((steps() + static_cast<uint32_t>(tile_steps)) % 12u);
+  }
+  // The dQ buffers' uses before the tile (modulo 2): a step each, and (dK, dV by TMA) one
+  // more a tile for its dK_j and dV_j (_pt).
+  __device__ __forceinline__ uint32_t dq_uses(const BwdParams& p) const {
+    return steps() + (p.dkv_tma ? tiles() : 0u);
+  }
+};
+
 // A step's loads with kSplitQdo (the stage's empty barrier passed: Q_i and LSE_i are free):
 // Q_i and LSE_i on the stage's full barrier first, then, once the consumers released them,
 // dO_i and D_i on their own, so that the consumers' S^T GEMM starts while dO_i still loads.
@@ -295,11 +342,16 @@ __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const Bw
 // Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
 template <class Tr>
 __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                             const BwdWork<Tr>& w) {
-  ptx::prefetch_tensormap(&p.tma_q);
-  ptx::prefetch_tensormap(&p.tma_k);
-  ptx::prefetch_tensormap(&p.tma_v);
-  ptx::prefetch_tensormap(&p.tma_do);
+                                             const BwdWork<Tr>& w, const BwdCarry& c) {
+  if (c.first()) {
+    ptx::prefetch_tensormap(&p.tma_q);
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
+    ptx::prefetch_tensormap(&p.tma_do);
+  } else {
+    // _pt: the last tile's GEMMs have read K_j and V_j (its dK_j and dV_j leave elsewhere).
+    tile::mbarrier_wait_idle(sm.kv_empty, (c.tiles() - 1) & 1);
+  }
   ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
   for (int c = 0; c < Tr::KVTile::kChunks; ++c)
     for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {  // the maps' boxes (kv_box_rows)
@@ -310,8 +362,8 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
   // launch); K_j and V_j do not, so their loads go first.
-  ptx::griddepcontrol_wait();
-  tile::PipelineState<Tr::kStages> st;
+  if (c.first()) ptx::griddepcontrol_wait();
+  tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(c.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
@@ -349,7 +401,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
 // order.
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                              const BwdWork<Tr>& w) {
+                                              const BwdWork<Tr>& w, const BwdCarry& carry) {
   constexpr DqAccumLayout kLayout{Tr::kHeadDim};
   static_assert(Tr::kDqSlots >= 2, "the ring frees a buffer after the next piece's add is issued");
   // The accumulator's lines stay in L2 for the next K/V blocks' adds.
@@ -359,7 +411,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   // With a buffer per piece, piece p's buffer is p and its phase that of the step, both
   // known where the loop unrolls (an A/B of ring counters there: -1% at d64 causal 2k-16k).
   constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
-  ptx::griddepcontrol_wait();  // the accumulator zeroed and the counters reset by the preprocess
+  static_assert(!(kRing && Tr::kPersistent), "_pt: a buffer per piece");
+  // The parts come on dq_full a step each (a tile's dK_j and dV_j on dkv_full: bwd_dkv_storer).
+  const uint32_t dq_fills = carry.steps();
+  // The accumulator zeroed and the counters reset by the preprocess.
+  if (carry.first()) ptx::griddepcontrol_wait();
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
@@ -376,7 +432,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
       const typename BwdSmem<Tr>::DqRingPosition at_ring =
           kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
-                : typename BwdSmem<Tr>::DqRingPosition{piece, static_cast<uint32_t>(t & 1)};
+                : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
       const int slot = at_ring.slot;
       tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
       // The key split's parts add to the same floats: ordered, the second waits until the
@@ -438,7 +494,35 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       }
     }
   }
-  ptx::bulk_wait_group<0>();
+  // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
+  if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
+}
+
+// _pt, warp 2 of the producer warpgroup (one thread): each tile's dK_j and dV_j, which each
+// consumer warpgroup stages in its dQ buffer (its 64 keys, KVRows), stored by TMA while the
+// next tile runs; each buffer is given back to the consumers (its dq_empty, as the dQ writer
+// does after a step) once the stores have read it. A warp of its own: in the dQ writer's, the
+// 24-register warpgroup spilled.
+template <class Tr>
+__device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                               const BwdWork<Tr>& w, const BwdCarry& c) {
+  if (!p.dkv_tma) return;  // the consumers store from registers
+  if (c.first()) {
+    ptx::prefetch_tensormap(&p.tma_dk);
+    ptx::prefetch_tensormap(&p.tma_dv);
+  }
+  for (int wg = 0; wg < Tr::kConsumers; ++wg) {
+    tile::mbarrier_wait_idle(sm.dkv_full_bar(wg), c.tiles() & 1);
+    const int row = w.n_block * Tr::kBlockN + 64 * wg;
+    for (int chunk = 0; chunk < Tr::KVRows::kChunks; ++chunk) {
+      const uint32_t at = sm.dq_part(wg) + chunk * Tr::KVRows::kChunkBytes;
+      ptx::tma_store_4d(&p.tma_dk, at, chunk * 64, row, w.kv_head, w.batch);
+      ptx::tma_store_4d(&p.tma_dv, at + Tr::KVRows::kBytes, chunk * 64, row, w.kv_head, w.batch);
+    }
+    ptx::bulk_commit_group();
+  }
+  ptx::bulk_wait_group_read<0>();
+  for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
 }
 
 // A thread's L_i or D_i values (pairs of query columns, 8 columns = 32 bytes apart from
@@ -503,7 +587,7 @@ __device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdS
 // dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                             const BwdWork<Tr>& w, int wg) {
+                                             const BwdWork<Tr>& w, const BwdCarry& carry, int wg) {
   static_assert(Tr::kDqPieces == Tr::kConsumers && Tr::kDqSlots == Tr::kConsumers,
                 "a warpgroup's dQ part is one piece, staged in buffer wg");
   const int t_wg = static_cast<int>(threadIdx.x % 128);
@@ -516,8 +600,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   float dk[Tr::kAcc], dv[Tr::kAcc];
   tile::fill(dk, 0.0f);
   tile::fill(dv, 0.0f);
-  tile::mbarrier_wait(sm.kv_full, 0);
-  tile::PipelineState<Tr::kStages> st;
+  tile::mbarrier_wait(sm.kv_full, carry.tiles() & 1);
+  tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(carry.steps());
+  const uint32_t dq_uses = carry.dq_uses(p);
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
@@ -575,7 +660,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // of step t - ds_stages: with the key split this warpgroup's own, complete at its wait;
     // with the others also the other warpgroup's, complete before it joined the barrier of
     // step t - 1.
-    const int ds_stage = Tr::kDsStages == 1 ? 0 : t % Tr::kDsStages;
+    const int ds_stage = Tr::kDsStages == 1 ? 0 : (carry.steps() + t) % Tr::kDsStages;
     const uint32_t ds = sm.ds_tile(ds_stage);
     if constexpr (Tr::kDqTransposed)  // dS: the warpgroup's 64 keys are its columns
       tile::warpgroup_store_packed_transposed<typename Tr::DsTile, Tr::kSCols>(ds_frag, ds, 0, 64 * wg,
@@ -616,7 +701,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       ptx::mbarrier_arrive(sm.do_empty_bar(st.index));
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dq);
-      tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
+      tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(sm.dq_full_bar(wg));
@@ -645,7 +730,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       tile::pin_registers(dq);
       // Lines 27-33: the part to shared memory (fragment order: 16-byte stores, no bank
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
-      tile::mbarrier_wait(sm.dq_empty_bar(wg), static_cast<uint32_t>((t & 1) ^ 1));
+      tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
       ptx::fence_proxy_async_shared();
       ptx::mbarrier_arrive(sm.dq_full_bar(wg));
@@ -659,10 +744,23 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     }
     st.advance();
   }
+  // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load.
+  if constexpr (Tr::kPersistent) ptx::mbarrier_arrive(sm.kv_empty);
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
   // query sees (causal) get zeros.
 #pragma unroll
   for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
+  if (Tr::kPersistent && p.dkv_tma) {
+    // The warpgroup's rows, staged in its dQ buffer (the tile's last use of it) for
+    // bwd_dkv_storer's TMA stores.
+    tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + steps) & 1) ^ 1);
+    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dq_part(wg), 0, 0, t_wg);
+    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(
+        dv, sm.dq_part(wg) + Tr::KVRows::kBytes, 0, 0, t_wg);
+    ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
+    ptx::mbarrier_arrive(sm.dkv_full_bar(wg));
+    return;
+  }
   if (p.dkv_tma) {
     // Through shared memory: staged in K_j's and V_j's tiles (the TMA layout they were loaded
     // in), once no GEMM of either warpgroup reads them, then stored by TMA.
@@ -863,6 +961,47 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
   }
 }
 
+// The threads of a _pt CTA that walk its tiles.
+enum class BwdRole { Producer = 0, DqWriter = 1, DkvStorer = 2, Consumer = 3 };
+
+// _pt: runs role(work, carry) on each of the CTA's tiles: tile blockIdx.x, then each next one
+// as the producer draws it from the workspace's counter once it has issued the last one's loads
+// and publishes it in tile slot k % 2 (k: the tiles before), which the other roles read at the
+// end of their tile k.
+template <class Tr, BwdRole R, class Role>
+__device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                                  Role&& role) {
+  // Warpgroup 0's roles run in 24 registers: their carry waits in shared memory while the
+  // tile runs (in a register, the dQ writer spilled).
+  constexpr bool kCarryHome = R != BwdRole::Consumer;
+  const uint32_t home = sm.carry_home(static_cast<int>(R));
+  BwdCarry c;
+  int tile = static_cast<int>(blockIdx.x);
+  for (;;) {
+    const BwdWork<Tr> w(p, tile);
+    if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
+    role(w, c);
+    if constexpr (kCarryHome) c.bits = ptx::ld_shared_u32(home);
+    const uint32_t k = c.tiles();
+    int next;
+    if constexpr (R == BwdRole::Producer) {
+      // The draws come after the first tile's wait for the preprocess, which zeroed the
+      // counter (griddepcontrol_wait in bwd_producer).
+      next = static_cast<int>(gridDim.x + atomicAdd(p.tile_counter, 1u));
+      tile::mbarrier_wait_idle(sm.tile_empty_bar(k), ((k >> 1) & 1) ^ 1);
+      ptx::st_shared_u32(sm.tile_slot(k), static_cast<uint32_t>(next));
+      ptx::mbarrier_arrive(sm.tile_full_bar(k));
+    } else {
+      tile::mbarrier_wait(sm.tile_full_bar(k), (k >> 1) & 1);
+      next = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot(k)));
+      ptx::mbarrier_arrive(sm.tile_empty_bar(k));
+    }
+    c.advance(w.steps(p));
+    if (next >= p.num_tiles) return;
+    tile = next;
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   using Tr = BwdTraits<C>;
@@ -885,21 +1024,57 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
       ptx::mbarrier_init(sm.dq_full_bar(slot), 128);
       ptx::mbarrier_init(sm.dq_empty_bar(slot), 1);
     }
+    if (Tr::kPersistent) {
+      ptx::mbarrier_init(sm.kv_empty, 128 * Tr::kConsumers);
+      for (uint32_t k = 0; k < 2; ++k) {
+        ptx::mbarrier_init(sm.tile_full_bar(k), 1);
+        ptx::mbarrier_init(sm.tile_empty_bar(k), 2 + 128 * Tr::kConsumers);
+      }
+      for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_init(sm.dkv_full_bar(wg), 128);
+    }
     ptx::fence_mbarrier_init();
   }
   __syncthreads();
-  const BwdWork<Tr> w(p);
-  const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
-  if (warpgroup == 0) {
-    ptx::setmaxnreg_dec<Tr::kProducerRegs>();
-    if (threadIdx.x == 0) bwd_producer<Tr>(p, sm, w);
-    if (threadIdx.x == 32) bwd_dq_writer<Tr>(p, sm, w);
+  if constexpr (!Tr::kPersistent) {
+    const BwdWork<Tr> w(p, static_cast<int>(blockIdx.x));
+    const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+    if (warpgroup == 0) {
+      ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+      if (threadIdx.x == 0) bwd_producer<Tr>(p, sm, w, BwdCarry{});
+      if (threadIdx.x == 32) bwd_dq_writer<Tr>(p, sm, w, BwdCarry{});
+    } else {
+      ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+      if constexpr (Tr::kKvTransposed)
+        bwd_consumer_transposed<Tr>(p, sm, w, warpgroup - 1);
+      else
+        bwd_consumer<Tr>(p, sm, w, BwdCarry{}, warpgroup - 1);
+    }
   } else {
-    ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
-    if constexpr (Tr::kKvTransposed)
-      bwd_consumer_transposed<Tr>(p, sm, w, warpgroup - 1);
-    else
-      bwd_consumer<Tr>(p, sm, w, warpgroup - 1);
+    const int warpgroup = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+    if (warpgroup == 0) {
+      ptx::setmaxnreg_dec<Tr::kProducerRegs>();
+      if (threadIdx.x == 0)
+        bwd_for_each_tile<Tr, BwdRole::Producer>(p, sm, [&](const BwdWork<Tr>& w, const BwdCarry& c) {
+          bwd_producer<Tr>(p, sm, w, c);
+        });
+      if (threadIdx.x == 32) {
+        bwd_for_each_tile<Tr, BwdRole::DqWriter>(p, sm, [&](const BwdWork<Tr>& w, const BwdCarry& c) {
+          bwd_dq_writer<Tr>(p, sm, w, c);
+        });
+        ptx::bulk_wait_group<0>();  // the last adds have read shared memory before the CTA exits
+      }
+      if (threadIdx.x == 64) {
+        bwd_for_each_tile<Tr, BwdRole::DkvStorer>(p, sm, [&](const BwdWork<Tr>& w, const BwdCarry& c) {
+          bwd_dkv_storer<Tr>(p, sm, w, c);
+        });
+        ptx::bulk_wait_group<0>();  // as the last stores
+      }
+    } else {
+      ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
+      bwd_for_each_tile<Tr, BwdRole::Consumer>(p, sm, [&](const BwdWork<Tr>& w, const BwdCarry& c) {
+        bwd_consumer<Tr>(p, sm, w, c, warpgroup - 1);
+      });
+    }
   }
 }
 
@@ -935,8 +1110,8 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
-// zeroed (ordered adds: only where no K/V block adds) and (ordered adds) the query block's
-// counter reset. head_dim / 8 threads a row, 8 elements each (16-byte loads where O and dO
+// zeroed (ordered adds: only where no K/V block adds), (ordered adds) the query block's
+// counter reset and (_pt) the tile counter. head_dim / 8 threads a row, 8 elements each (16-byte loads where O and dO
 // allow them), the loads of 8 rows a thread issued before their first sum: with a warp a row,
 // 4-byte loads and a row at a time, the kernel took 78 us at d128 causal 1k against the
 // public FA3's 65 (now 67); 16 rows a thread at d256 took 168 registers and 76 us (8 rows:
@@ -1021,6 +1196,9 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   if (p.ordered_adds && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
+  // _pt: the main kernel's tile counter.
+  if (Tr::kPersistent && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+    *p.tile_counter = 0;
 }
 
 // Line 38: dQ = scale * the accumulator, converted to the dtype, for the block_m rows of a

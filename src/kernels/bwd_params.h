@@ -43,6 +43,10 @@ struct BwdParams {
   // order): deterministic calls, and small causal ones (backward_ordered_adds).
   int32_t ordered_adds;
   int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
+  // _pt: the tiles (num_n_blocks x batch x heads_kv, bwd_tile_at's order) and the workspace's
+  // tile counter (zeroed by the preprocess; the main kernel draws after its wait for it).
+  int32_t num_tiles;
+  uint32_t* tile_counter;
 };
 
 }  // namespace fa3

@@ -155,10 +155,10 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # backward call whose table has no bwd entry for its key runs the first that fits). Each
 # cubin also holds the call's preprocess and postprocess kernels.
 BWD_PRODUCTION_KERNELS := \
-  fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_causal \
+  fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m80_n128_s2_w2_dqt \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal \
-  fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal \
+  fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal \
   fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_causal \
@@ -170,9 +170,13 @@ BWD_PRODUCTION_KERNELS := \
 # next to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal
 # with setmaxnreg 24/240 (the production one is _p32, v28l); d128 causal with _dqt's 80-row
 # blocks (0.96-1.00 of the _p32 kernels, v29f; at 32/232 it spills); d64 non-causal without
-# _rw (each CTA walks the query blocks from the first, v33b).
+# _rw (each CTA walks the query blocks from the first, v33b); d64 causal without _pt (a CTA
+# per tile; the persistent _pt is 1-3% faster from 1k to 4k, v34a) and d64 non-causal with
+# _pt (3-8% slower than a CTA per tile, v34a).
 BWD_LAB_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq \
+  fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_causal fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal \
+  fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_pt fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_causal \
   fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_causal fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_causal \
   fa3_bwd_f16_d64_m64_n128_s2_w2 fa3_bwd_f16_d64_m64_n128_s2_w2_causal \

@@ -1,5 +1,6 @@
 #include "runtime/backward_launch.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -93,6 +94,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.dpsum = reinterpret_cast<float*>(workspace + ws.dpsum);
   p.dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
   p.dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
+  p.tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
   p.seqlen_q = static_cast<int32_t>(prob.seqlen_q);
   p.seqlen_k = static_cast<int32_t>(prob.seqlen_k);
   p.seqlen_q_rounded = static_cast<int32_t>(rows);
@@ -112,6 +114,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                       "k->batch * k->heads * ceil(k->seqlen / " + std::to_string(c.block_n) +
                           ") (" + std::to_string(ctas) +
                           ") must stay below 2^31 for fa3_backward (a CTA each)");
+  p.num_tiles = static_cast<int32_t>(ctas);
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
@@ -138,6 +141,10 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
   e = build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv, workspace,
                             &params, &grids);
   if (e.failed()) return e;
+  // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
+  // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile).
+  if (kernel.bwd.persistent)
+    grids.main[0] = std::min(grids.main[0], static_cast<unsigned>(std::max(1, h->sm_count)));
   // The main kernel and the postprocess by programmatic dependent launch: each may be
   // scheduled while the kernel before it finishes (its last wave, its launch latency) and
   // waits in the kernel (griddepcontrol.wait) before it reads what that one wrote. The

@@ -229,7 +229,9 @@ BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
   w.dq_accum = align_up(w.dpsum + rows * sizeof(float), kWorkspaceAlignment);
   w.dq_semaphore = align_up(w.dq_accum + rows * static_cast<size_t>(prob.head_dim) * sizeof(float),
                             kWorkspaceAlignment);
-  w.total = w.dq_semaphore + rows / static_cast<size_t>(kWorkspaceSemaphoreRows) * sizeof(int32_t);
+  w.tile_counter =
+      w.dq_semaphore + rows / static_cast<size_t>(kWorkspaceSemaphoreRows) * sizeof(int32_t);
+  w.total = w.tile_counter + sizeof(uint32_t);
   return w;
 }
 

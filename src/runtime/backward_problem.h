@@ -32,7 +32,7 @@ struct BackwardProblem {
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
 // smallest, 64 rows). total: the bytes a workspace needs (the end of dq_semaphore).
 struct BackwardWorkspace {
-  size_t lse_log2, dpsum, dq_accum, dq_semaphore, total;
+  size_t lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, total;
 };
 constexpr size_t kWorkspaceAlignment = 256;
 constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest

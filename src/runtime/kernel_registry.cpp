@@ -187,6 +187,11 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
                    c->producer_regs_32 ? "setmaxnreg 32 / 232 (producer / consumers)"
                                        : "setmaxnreg 24 / 240 (producer / consumers)",
                    false});
+  parts.push_back({c->persistent ? "pt" : "", "persistent", c->persistent ? "true" : "false",
+                   c->persistent ? "a CTA per SM draws its tiles from a counter; dK and dV leave "
+                                   "through the dQ buffers while the next tile runs"
+                                 : "a CTA per K/V block",
+                   false});
   parts.push_back({c->causal ? "causal" : "", "causal", c->causal ? "true" : "false",
                    c->causal ? "causal mask, bottom-right aligned" : "no mask", false});
   return parts;
@@ -202,6 +207,7 @@ std::string bwd_kernel_name(const BwdConfig& c) {
     if (*token) s += std::string("_") + token;
   if (c.rotated_walk) s += "_rw";
   if (c.producer_regs_32) s += "_p32";
+  if (c.persistent) s += "_pt";
   if (c.causal) s += "_causal";
   return s;
 }

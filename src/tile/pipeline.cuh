@@ -79,6 +79,13 @@ template <int Stages>
 struct PipelineState {
   uint32_t index = 0;
   uint32_t phase = 0;
+  // The state after `steps` advances from the start.
+  __device__ static __forceinline__ PipelineState at(uint32_t steps) {
+    PipelineState st;
+    st.index = steps % Stages;
+    st.phase = (steps / Stages) & 1;
+    return st;
+  }
   __device__ __forceinline__ void advance() {
     if (++index == Stages) {
       index = 0;

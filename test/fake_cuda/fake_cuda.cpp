@@ -24,6 +24,7 @@ struct State {
   CUlaunchConfig last_config{};
   std::vector<unsigned char> last_params;
   std::string launch_kinds;  // per launch: 'P' programmatic dependent launch, '-' ordinary
+  std::string launch_grids;  // per launch: "x " (gridDimX and a space)
 };
 
 // What cuDriverGetVersion reports (not reset: it is read when a handle is created).
@@ -156,6 +157,7 @@ CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** param
     if (config->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
       programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   state().launch_kinds += programmatic ? 'P' : '-';
+  state().launch_grids += std::to_string(config->gridDimX) + " ";
   // The forward kernels take one parameter block; keep its bytes for the test to decode.
   const unsigned char* p = static_cast<const unsigned char*>(params[0]);
   state().last_params.assign(p, p + 1024);
@@ -245,6 +247,7 @@ void fake_cuda_reset() {
   s.last_params.clear();
   s.last_config = CUlaunchConfig{};
   s.launch_kinds.clear();
+  s.launch_grids.clear();
   s.allocated_bytes.clear();
   current = nullptr;
 }
@@ -284,6 +287,11 @@ void fake_cuda_set_driver_version(int version) { driver_version = version; }
 void fake_cuda_launch_kinds(char* buf, size_t size) {
   std::lock_guard<std::mutex> lock(state().mutex);
   std::snprintf(buf, size, "%s", state().launch_kinds.c_str());
+}
+// The launches' grid x since the last reset, each followed by a space.
+void fake_cuda_launch_grids(char* buf, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::snprintf(buf, size, "%s", state().launch_grids.c_str());
 }
 // The last launch: grid x, block x, dynamic shared memory, and its parameter bytes.
 int fake_cuda_last_launch(unsigned* grid, unsigned* block, unsigned* smem, void* params, size_t size) {

@@ -23,6 +23,7 @@ struct FakeCuda {
   int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
   void (*set_driver_version)(int);
   void (*launch_kinds_into)(char*, size_t);
+  void (*launch_grids_into)(char*, size_t);
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -43,6 +44,12 @@ struct FakeCuda {
   std::string launch_kinds() const {
     std::vector<char> buf(1 << 12);
     launch_kinds_into(buf.data(), buf.size());
+    return buf.data();
+  }
+  // The launches' grid x since the last reset, each followed by a space ("4 132 4 ").
+  std::string launch_grids() const {
+    std::vector<char> buf(1 << 12);
+    launch_grids_into(buf.data(), buf.size());
     return buf.data();
   }
 };
@@ -75,7 +82,10 @@ inline FakeCuda& fake() {
     c.launch_kinds_into =
         reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_kinds"));
     REQUIRE(c.set_driver_version != nullptr);
+    c.launch_grids_into =
+        reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_grids"));
     REQUIRE(c.launch_kinds_into != nullptr);
+    REQUIRE(c.launch_grids_into != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
