@@ -36,16 +36,17 @@
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
-// _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from the
-// launch's counter (the forward's dynamic scheduler's): the first blockIdx.x, each next one
-// drawn by the producer once it has issued the last one's loads, so that the long causal
-// tiles even out as the hardware's dispatch of one CTA a tile does. A tile's end does not
-// wait for its dK_j and dV_j to leave: each warpgroup stages its 64 keys of them in its dQ
-// buffer (a pseudo-step of the dQ ring: the buffer must hold them, 16 KB at head dim 64) and
-// the dQ writer stores them by TMA while the next tile's K_j and V_j (loaded as soon as the
-// last step's GEMMs have read them) and first steps run; the CTA's start (launch, barrier
-// set-up, K/V's first arrival) is paid once per SM, not once per tile (v28h: 1.6 steps a CTA
-// at d64, 16% of the time at causal 2k).
+// _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from a counter
+// in the workspace: the first blockIdx.x, each next one drawn by the producer once it has
+// issued the last one's loads, so that the long causal tiles even out as the hardware's
+// dispatch of one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave:
+// each warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it
+// must hold them, 16 KB at head dim 64) and a warp of the producer warpgroup stores them by
+// TMA while the next tile's K_j and V_j (loaded as soon as the last step's GEMMs have read
+// them) and first steps run; the CTA's start (launch, barrier set-up) is paid once per SM,
+// not once per tile (v28h: 1.6 steps a CTA at d64, 16% of the time at causal 2k). The d64
+// causal picks (+1-3% from 1k to 4k); non-causal it is 3-8% slower (docs/perf-history.md
+// v34).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
@@ -143,7 +144,7 @@ struct BwdConfig {
   }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
   // _pt: whether a warpgroup's 64 keys of dK_j and dV_j (16-bit, 64-row TMA boxes) fit its dQ
-  // staging buffer, where a persistent CTA stages them for the dQ writer's TMA store.
+  // staging buffer, where a persistent CTA stages them for their TMA store.
   constexpr bool dkv_fit_dq_buffer() const {
     return !kv_split_head_dim() && dq_slots() == consumer_warpgroups &&
            dq_rows() * dq_piece_cols() * 4 >= 2 * 64 * head_dim * 2;

@@ -293,8 +293,8 @@ struct BwdWork {
 // Where a CTA's tile starts in its sequence (_pt; one tile a CTA otherwise, all zero): the
 // tiles before it (K_j's and V_j's barrier phases, the tile slots' uses) and their steps (the
 // pipeline's stage and phase, the dS^T stage and the dQ buffers' parity), each modulo what it
-// decides, in one register: it is live through every role's loop, and v33e's probe spilled
-// with three carried registers at d64 causal, not with one.
+// decides, in one register (v33e's probe spilled with three carried registers at d64 causal,
+// not with one; warpgroup 0's roles keep it in shared memory during a tile).
 struct BwdCarry {
   // steps modulo 12 (what 2 x stages for 1-3 stages and 2 dS^T stages see), tiles modulo 4
   // (the tile slots: k % 2 and the parity of k / 2) in bits 8-9, bit 10 once a tile ran.

@@ -26,11 +26,12 @@ struct BackwardProblem {
 };
 
 // The fp32 scratch of one backward call, as byte offsets from the workspace base (256-byte
-// aligned, as is each region). With seqlen_q_rounded = backward_rows(seqlen_q) (whole query
-// blocks of every backward kernel): lse_log2 and dpsum: float[batch * heads *
+// aligned, as are the first four regions). With seqlen_q_rounded = backward_rows(seqlen_q)
+// (whole query blocks of every backward kernel): lse_log2 and dpsum: float[batch * heads *
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
-// smallest, 64 rows). total: the bytes a workspace needs (the end of dq_semaphore).
+// smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
+// total: the bytes a workspace needs (the end of tile_counter).
 struct BackwardWorkspace {
   size_t lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, total;
 };
