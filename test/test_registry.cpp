@@ -790,13 +790,16 @@ TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its d
   CHECK(parts[11].tokens == "pt");
   CHECK(parts[11].value == "true");
   // A warpgroup's 64 keys of dK and dV (16 KB at d64, 32 KB at d128) must fit its dQ buffer
-  // (64 x 64 fp32, 16 KB, at d64 _dqq; d128 _dqh's is 16 KB too); the other consumers, and
-  // _kvh / _kvt, are not persistent.
+  // (64 x 64 fp32, 16 KB, at d64 _dqq; d128 _dqh's is 16 KB too); _kvh / _kvt are not
+  // persistent.
   std::string why;
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt", &why));
   CHECK(why.find("bwd_config_is_valid") != std::string::npos);
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt"));
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_pt"));
+  // Only the form built and measured: the query split of dQ, two stages.
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m64_n128_s2_w2_pt"));
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s3_w2_dqq_pt_causal"));
   // The token's place: after _p32, before _causal.
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_pt_dqq_causal", &why));
   CHECK(why.find("_pt") != std::string::npos);

@@ -231,7 +231,9 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
   return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
-         (!c.persistent || (c.dkv_fit_dq_buffer() && !c.dq_transposed())) &&
+         // _pt: the form built, tested and measured (v34): the query split of dQ, two stages.
+         (!c.persistent || (c.dkv_fit_dq_buffer() && c.dq_split == DqSplit::Queries &&
+                            c.stages == 2)) &&
          c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
