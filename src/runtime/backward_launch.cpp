@@ -52,7 +52,8 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
                             const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
-                            CUdeviceptr workspace, BwdParams* params, BackwardGrids* grids) {
+                            CUdeviceptr workspace, int sm_count, BwdParams* params,
+                            BackwardGrids* grids) {
   // check_backward_inputs bounded the grids: heads and batch at most 65535, blocks below 2^31.
   const BwdConfig& c = kernel.bwd;
   const BackwardWorkspace ws = backward_workspace(prob);
@@ -117,8 +118,13 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.num_tiles = static_cast<int32_t>(ctas);
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
+  // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
+  // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
+  const unsigned main_ctas =
+      c.persistent ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count)))
+                   : static_cast<unsigned>(ctas);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
-            {static_cast<unsigned>(ctas), 1u, 1u},
+            {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
   return Error::ok();
 }
@@ -139,12 +145,8 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
   BwdParams params;
   BackwardGrids grids;
   e = build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv, workspace,
-                            &params, &grids);
+                            h->sm_count, &params, &grids);
   if (e.failed()) return e;
-  // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
-  // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile).
-  if (kernel.bwd.persistent)
-    grids.main[0] = std::min(grids.main[0], static_cast<unsigned>(std::max(1, h->sm_count)));
   // The main kernel and the postprocess by programmatic dependent launch: each may be
   // scheduled while the kernel before it finishes (its last wave, its launch latency) and
   // waits in the kernel (griddepcontrol.wait) before it reads what that one wrote. The

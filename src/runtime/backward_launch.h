@@ -30,12 +30,14 @@ bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob);
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
 // Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
-// the grids. Fails (before anything runs) when the driver rejects a tensor map.
+// the grids (a persistent main kernel's: at most sm_count CTAs). Fails (before anything runs)
+// when the driver rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
                             const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
-                            CUdeviceptr workspace, BwdParams* params, BackwardGrids* grids);
+                            CUdeviceptr workspace, int sm_count, BwdParams* params,
+                            BackwardGrids* grids);
 
 Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
                       const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,

@@ -115,28 +115,34 @@ std::optional<BwdConfig> parse_bwd_kernel_name(const std::string& name, std::str
   return r.config;
 }
 
-const char* bwd_kv_split_word(KvSplit s) {
-  static const char* const kWords[] = {"keys", "head_dim", "transposed"};
-  return kWords[static_cast<int>(s)];
-}
-
-const char* bwd_dq_split_word(DqSplit s) {
-  static const char* const kWords[] = {"keys", "head_dim", "queries", "head_dim_transposed"};
-  return kWords[static_cast<int>(s)];
-}
-
 namespace {
-// The name's token of each split ("" for the default, which the name leaves out): one place
-// for bwd_kernel_name and explain_bwd_kernel_name (parse_bwd_name, bwd_config.h, reads them).
-const char* bwd_kv_split_token(KvSplit s) {
-  static const char* const kTokens[] = {"", "kvh", "kvt"};
-  return kTokens[static_cast<int>(s)];
-}
-const char* bwd_dq_split_token(DqSplit s) {
-  static const char* const kTokens[] = {"", "dqh", "dqq", "dqt"};
-  return kTokens[static_cast<int>(s)];
-}
+// Each split of the backward config, by its enum value: the name's token ("" for the default,
+// which the name leaves out; parse_bwd_name, bwd_config.h, reads them), the tuning table's
+// word and the meaning fa3-table shows. One place for bwd_kernel_name, explain_bwd_kernel_name
+// and bwd_config_json.
+struct SplitSpelling {
+  const char* token;
+  const char* word;
+  const char* meaning;
+};
+constexpr SplitSpelling kKvSplits[] = {
+    {"", "keys", "each consumer warpgroup owns 64 keys of S^T, dP^T, dK and dV"},
+    {"kvh", "head_dim", "the warpgroups share the keys and split the head dim of dK and dV (SS GEMMs)"},
+    {"kvt", "transposed",
+     "as kvh, with dK^T and dV^T accumulated (block_n need not be a multiple of 64)"},
+};
+constexpr SplitSpelling kDqSplits[] = {
+    {"", "keys", "each warpgroup computes dQ_i over its own keys: two fp32 parts a step"},
+    {"dqh", "head_dim", "dQ_i from both warpgroups' dS^T in shared memory, split by head dim"},
+    {"dqq", "queries", "dQ_i from both warpgroups' dS^T in shared memory, split by query rows"},
+    {"dqt", "head_dim_transposed", "dQ_i^T = K_j^T dS^T, split by head dim (block_m may be 80)"},
+};
+const SplitSpelling& spelling(KvSplit s) { return kKvSplits[static_cast<int>(s)]; }
+const SplitSpelling& spelling(DqSplit s) { return kDqSplits[static_cast<int>(s)]; }
 }  // namespace
+
+const char* bwd_kv_split_word(KvSplit s) { return spelling(s).word; }
+const char* bwd_dq_split_word(DqSplit s) { return spelling(s).word; }
 
 std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
   std::vector<NamePart> parts;
@@ -164,19 +170,10 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
   for (const auto& n : numbers)
     parts.push_back({n.prefix + std::to_string(n.value), n.key, std::to_string(n.value), n.meaning,
                      false});
-  const char* kv_meaning[] = {
-      "each consumer warpgroup owns 64 keys of S^T, dP^T, dK and dV",
-      "the warpgroups share the keys and split the head dim of dK and dV (SS GEMMs)",
-      "as kvh, with dK^T and dV^T accumulated (block_n need not be a multiple of 64)"};
-  const int kv = static_cast<int>(c->kv_split);
-  parts.push_back({bwd_kv_split_token(c->kv_split), "kv_split", bwd_kv_split_word(c->kv_split), kv_meaning[kv], false});
-  const char* dq_meaning[] = {
-      "each warpgroup computes dQ_i over its own keys: two fp32 parts a step",
-      "dQ_i from both warpgroups' dS^T in shared memory, split by head dim",
-      "dQ_i from both warpgroups' dS^T in shared memory, split by query rows",
-      "dQ_i^T = K_j^T dS^T, split by head dim (block_m may be 80)"};
-  const int dq = static_cast<int>(c->dq_split);
-  parts.push_back({bwd_dq_split_token(c->dq_split), "dq_split", bwd_dq_split_word(c->dq_split), dq_meaning[dq], false});
+  const SplitSpelling& kv = spelling(c->kv_split);
+  parts.push_back({kv.token, "kv_split", kv.word, kv.meaning, false});
+  const SplitSpelling& dq = spelling(c->dq_split);
+  parts.push_back({dq.token, "dq_split", dq.word, dq.meaning, false});
   parts.push_back({c->rotated_walk ? "rw" : "", "rotated_walk", c->rotated_walk ? "true" : "false",
                    c->rotated_walk ? "non-causal: each CTA starts its walk of the query blocks at "
                                      "its own share of them"
@@ -203,7 +200,7 @@ std::string bwd_kernel_name(const BwdConfig& c) {
                                         c.consumer_warpgroups};
   for (int i = 0; i < kFwdNumberCount; ++i)
     s += std::string("_") + kFwdNumbers[i].prefix + std::to_string(numbers[i]);
-  for (const char* token : {bwd_kv_split_token(c.kv_split), bwd_dq_split_token(c.dq_split)})
+  for (const char* token : {spelling(c.kv_split).token, spelling(c.dq_split).token})
     if (*token) s += std::string("_") + token;
   if (c.rotated_walk) s += "_rw";
   if (c.producer_regs_32) s += "_p32";
