@@ -73,7 +73,7 @@ struct BwdConfig {
   DType dtype = DType::BF16;
   int head_dim = 128;
   int block_m = 64;             // query rows per step (Br)
-  int block_n = 128;            // keys per CTA (Bc) = 64 * consumer_warpgroups
+  int block_n = 128;            // keys per tile (Bc) = 64 * consumer_warpgroups
   int stages = 2;               // depth of the Q / dO pipeline
   int consumer_warpgroups = 2;  // one producer warpgroup + these
   DqSplit dq_split = DqSplit::Keys;

@@ -162,7 +162,7 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
   } numbers[] = {
       {'d', "head_dim", c->head_dim, "head dimension"},
       {'m', "block_m", c->block_m, "query rows per step (Br)"},
-      {'n', "block_n", c->block_n, "keys per CTA (Bc), whose dK and dV stay in registers"},
+      {'n', "block_n", c->block_n, "keys per tile (Bc; a CTA each, or with _pt a CTA per SM walks tiles), whose dK and dV stay in registers"},
       {'s', "stages", c->stages, "depth of the Q / dO shared-memory pipeline"},
       {'w', "consumer_warpgroups", c->consumer_warpgroups,
        "consumer warpgroups (besides the producer warpgroup)"},
