@@ -71,7 +71,11 @@ fa3_status fa3_destroy(fa3_handle* h);
  * twin without _ls, which sums them in fp32. O may then differ in its last bits between a call
  * with and one without lse (both meet the same error bound; each is deterministic).
  * p: NULL means {0, 0}. stream: a CUstream / cudaStream_t of the handle's device, or NULL for
- * the legacy default stream. Asynchronous: no synchronization, no allocation. */
+ * the legacy default stream. Asynchronous: no synchronization. Kernels with a dynamic tile
+ * scheduler (names with _dy) keep a 4-byte tile counter per (context, stream): the first such
+ * call on a stream takes one from a 4 KB block the handle allocates (cuMemAlloc, zeroed by
+ * cuMemsetD32) once per 1024 streams of a context and frees at fa3_destroy (a caller-owned
+ * context's block goes with that context); no other forward call allocates. */
 fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                        const fa3_tensor* v, fa3_tensor* o, float* lse,
                        const fa3_params* p, void* stream);

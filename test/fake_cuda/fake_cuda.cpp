@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bwd_params.h"
+#include "kernels/fwd_params.h"
+
 namespace {
 
 struct State {
@@ -21,8 +24,9 @@ struct State {
   int contexts[4] = {};          // contexts[0]: primary of device 0; [1]: a "user" context
   int modules = 0, functions = 0, allocations = 0;
   std::vector<size_t> allocated_bytes;  // of each cuMemAlloc since the last reset
+  std::vector<std::string> function_names;  // of function 0x2001, 0x2002, ...
   CUlaunchConfig last_config{};
-  std::vector<unsigned char> last_params;
+  std::vector<unsigned char> last_params;  // the whole parameter block, as the kernel takes it
   std::string launch_kinds;  // per launch: 'P' programmatic dependent launch, '-' ordinary
   std::string launch_grids;  // per launch: "x " (gridDimX and a space)
 };
@@ -119,11 +123,24 @@ CUresult module_load_data(CUmodule* m, const void* image) {
   return CUDA_SUCCESS;
 }
 CUresult module_unload(CUmodule) { FAKE_ENTER("cuModuleUnload"); return CUDA_SUCCESS; }
-CUresult module_get_function(CUfunction* f, CUmodule, const char*) {
+CUresult module_get_function(CUfunction* f, CUmodule, const char* name) {
   FAKE_ENTER("cuModuleGetFunction");
   std::lock_guard<std::mutex> lock(state().mutex);
   *f = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(0x2000 + ++state().functions));
+  state().function_names.emplace_back(name);
   return CUDA_SUCCESS;
+}
+
+// Bytes of the one parameter a kernel takes, from its name (as the real driver knows it from
+// the cubin): every fa3_bwd_* kernel (pre- and postprocess too) a BwdParams, fa3_fwd_* a
+// FwdParams; 0 for a name of neither.
+size_t param_bytes(CUfunction f) {
+  const size_t i = reinterpret_cast<uintptr_t>(f) - 0x2001;
+  if (i >= state().function_names.size()) return 0;
+  const std::string& name = state().function_names[i];
+  if (name.rfind("fa3_bwd_", 0) == 0) return sizeof(fa3::BwdParams);
+  if (name.rfind("fa3_fwd_", 0) == 0) return sizeof(fa3::FwdParams);
+  return 0;
 }
 CUresult func_set_attribute(CUfunction, CUfunction_attribute, int) {
   FAKE_ENTER("cuFuncSetAttribute");
@@ -148,7 +165,7 @@ CUresult stream_get_id(CUstream s, unsigned long long* id) {
   *id = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s));
   return CUDA_SUCCESS;
 }
-CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** params, void**) {
+CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** params, void**) {
   FAKE_ENTER("cuLaunchKernelEx");
   std::lock_guard<std::mutex> lock(state().mutex);
   state().last_config = *config;
@@ -158,9 +175,9 @@ CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction, void** param
       programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   state().launch_kinds += programmatic ? 'P' : '-';
   state().launch_grids += std::to_string(config->gridDimX) + " ";
-  // The forward kernels take one parameter block; keep its bytes for the test to decode.
+  // Every kernel takes one parameter block; keep its bytes for the test to decode.
   const unsigned char* p = static_cast<const unsigned char*>(params[0]);
-  state().last_params.assign(p, p + 1024);
+  state().last_params.assign(p, p + param_bytes(f));
   return CUDA_SUCCESS;
 }
 CUresult tensor_map_encode_tiled(CUtensorMap* map, CUtensorMapDataType, cuuint32_t rank, void* addr,
@@ -293,14 +310,17 @@ void fake_cuda_launch_grids(char* buf, size_t size) {
   std::lock_guard<std::mutex> lock(state().mutex);
   std::snprintf(buf, size, "%s", state().launch_grids.c_str());
 }
-// The last launch: grid x, block x, dynamic shared memory, and its parameter bytes.
+// The last launch: grid x, block x, dynamic shared memory, and its parameter bytes. Returns 0
+// when nothing launched since the last reset, -1 when `size` is not the launched kernel's
+// parameter block's (a test decoding a forward block from a backward launch, or the reverse).
 int fake_cuda_last_launch(unsigned* grid, unsigned* block, unsigned* smem, void* params, size_t size) {
   std::lock_guard<std::mutex> lock(state().mutex);
   if (state().last_params.empty()) return 0;
+  if (size != state().last_params.size()) return -1;
   *grid = state().last_config.gridDimX;
   *block = state().last_config.blockDimX;
   *smem = state().last_config.sharedMemBytes;
-  std::memcpy(params, state().last_params.data(), size < 1024 ? size : 1024);
+  std::memcpy(params, state().last_params.data(), size);
   return 1;
 }
 
