@@ -93,7 +93,7 @@ constexpr const char* kAllPassWsBeforeV10 =
 // A backward kernel's main function; its _pre and _post get no_spills only.
 constexpr const char* kBwdMain =
     "no_spills=pass setmaxnreg=pass tma_loads=pass tma_reduce_add=pass wgmma_used=pass "
-    "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass";
+    "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass bwd_exp_overlap=pass";
 
 const FixtureCase kFixtures[] = {
     {"good_overlap.sass", "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_b2",
@@ -174,7 +174,7 @@ const FixtureCase kFixtures[] = {
     {"bwd_good.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2_post", "no_spills=pass"},
     {"bwd_no_reduce_add.sass", "fa3_bwd_bf16_d64_m64_n128_s2_w2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass tma_reduce_add=fail wgmma_used=pass "
-     "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass"},
+     "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass bwd_exp_overlap=pass"},
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2", kBwdMain},
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_pre", "no_spills=pass"},
     {"real/fa3_bwd_bf16_d128_m64_n128_s2_w2.sass", "fa3_bwd_bf16_d128_m64_n128_s2_w2_post", "no_spills=pass"},
@@ -192,6 +192,11 @@ const FixtureCase kFixtures[] = {
      "no_spills=pass"},
     {"real/fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt.sass", "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_post",
      "no_spills=pass"},
+    // The lab's d64 non-causal persistent kernel as ptxas scheduled it at commit 1610fe8: 2 of
+    // its 64 exponentials under dP^T's GEMM (a real cubin, its main function).
+    {"real/fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt.sass", "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt",
+     "no_spills=pass setmaxnreg=pass tma_loads=pass tma_reduce_add=pass wgmma_used=pass "
+     "wgmma_not_serialized=pass uniform_operands=pass bwd_gemms=pass bwd_exp_overlap=fail"},
 };
 
 std::vector<SassFunction> fixture_functions(const FixtureCase& c) {
@@ -243,6 +248,8 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(detail("hmma.sass", CheckId::WgmmaUsed), Catch::Contains("16 HMMA"));
   CHECK_THAT(detail("fp8_without_qgmma.sass", CheckId::Fp8UsesQgmma), Catch::Contains("no QGMMA (32 HGMMA)"));
   CHECK_THAT(detail("bwd_no_reduce_add.sass", CheckId::TmaReduceAdd), Catch::Contains("no UTMAREDG"));
+  CHECK_THAT(detail("real/fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt.sass", CheckId::BwdExpOverlap),
+             Catch::Contains("2 of the step's 64 MUFU.EX2") && Catch::Contains("fewer than a quarter"));
   CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
                     CheckId::TmaMulticast),
              Catch::Contains("8 UTMALDG.MULTICAST") && Catch::Contains("GPU-scope MEMBAR in the mainloop"));
@@ -684,7 +691,7 @@ TEST_CASE("fa3-sass: checks are chosen from the kernel name's tokens", "[cpu][sa
   CHECK(names("fa3_fwd_e4m3_d256_m128_n128_s2_w2_ov") == ws + " fp8_qgmma gemm_softmax_overlap");
   CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2") ==
         "no_spills setmaxnreg tma_loads tma_reduce_add wgmma_used wgmma_not_serialized "
-        "uniform_operands bwd_gemms");
+        "uniform_operands bwd_gemms bwd_exp_overlap");
   CHECK(names("fa3_bwd_bf16_d128_m64_n128_s2_w2_pre") == "no_spills");
   CHECK(names("fa3_bwd_f16_d64_m64_n128_s2_w2_causal_post") == "no_spills");
   CHECK(names("fa3_quantize_e4m3") == "no_spills");
@@ -1002,6 +1009,21 @@ TEST_CASE("fa3-sass: backward kernels and their _pre and _post", "[cpu][sass]") 
   KernelReport no_loop = k;
   no_loop.mainloop.reset();
   CHECK_THAT(run_check(CheckId::BwdGemms, no_loop).detail, Catch::Contains("step loop was not found"));
+  CHECK_THAT(run_check(CheckId::BwdExpOverlap, no_loop).detail, Catch::Contains("step loop was not found"));
+
+  // bwd_exp_overlap: a quarter of the loop's MUFU.EX2 under one in-flight group passes, less
+  // fails, a loop without any fails.
+  KernelReport overlap = k;
+  for (WgmmaGroup& g : overlap.mainloop->groups) g.softmax_math_in_flight = 0;
+  overlap.mainloop->exp2 = 32;
+  overlap.mainloop->groups[1].softmax_math_in_flight = 8;
+  CHECK(run_check(CheckId::BwdExpOverlap, overlap).pass);
+  CHECK_THAT(run_check(CheckId::BwdExpOverlap, overlap).detail,
+             Catch::Contains("8 of the step's 32 MUFU.EX2") && Catch::Contains("group 2 of 5"));
+  overlap.mainloop->groups[1].softmax_math_in_flight = 7;
+  CHECK_FALSE(run_check(CheckId::BwdExpOverlap, overlap).pass);
+  overlap.mainloop->exp2 = 0;
+  CHECK_THAT(run_check(CheckId::BwdExpOverlap, overlap).detail, Catch::Contains("no MUFU.EX2"));
 
   // _pre and _post are checked for spills only, and do fail on them.
   const SassFunction spilling = only_function(

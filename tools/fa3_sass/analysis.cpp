@@ -412,6 +412,30 @@ CheckResult match_bwd_gemms(const KernelReport& k, const std::map<WgmmaKind, siz
   return {id, false, seen + "; expected " + wanted + ": a GEMM is missing, split or of another shape"};
 }
 
+// The backward's overlap inside a warpgroup: P's exponentials (Algorithm 3, line 19) issue
+// while dP's GEMM (line 21), issued right after S's, runs on the tensor cores. Where they go is
+// ptxas's choice: every production kernel has half or more of them there (d64 41 of 64, d128
+// 17-23 of 32-40, measured on an H100), while the lab's d64 non-causal persistent kernel got 2
+// of 64 and ran 3-8% slower than its one-tile twin (docs/perf-history.md v35). A quarter is
+// the bar: a step with less has its softmax mostly after the GEMMs instead of under them.
+CheckResult bwd_exp_overlap(const KernelReport& k) {
+  const CheckId id = CheckId::BwdExpOverlap;
+  if (!k.mainloop || k.mainloop->loop.wgmma == 0)
+    return {id, false, "no loop holds a wgmma: the step loop was not found"};
+  const Mainloop& m = *k.mainloop;
+  if (m.exp2 == 0) return {id, false, "no MUFU.EX2 in the step loop: no exponentials to overlap"};
+  size_t best = 0, group = 0;
+  for (size_t g = 0; g < m.groups.size(); ++g)
+    if (m.groups[g].softmax_math_in_flight > best) best = m.groups[g].softmax_math_in_flight, group = g;
+  const std::string seen = std::to_string(best) + " of the step's " + std::to_string(m.exp2) +
+                           " MUFU.EX2 issue while a GEMM is in flight" +
+                           (best > 0 ? " (group " + std::to_string(group + 1) + " of " +
+                                           std::to_string(m.groups.size()) + ")"
+                                     : std::string());
+  if (4 * best >= m.exp2) return {id, true, seen};
+  return {id, false, seen + ": fewer than a quarter, the softmax waits for the GEMMs"};
+}
+
 }  // namespace
 
 bool KernelReport::pass() const {
@@ -454,6 +478,8 @@ CheckResult run_check(CheckId id, const KernelReport& facts) {
       return half_blocks(facts);
     case CheckId::BwdGemms:
       return bwd_gemms(facts);
+    case CheckId::BwdExpOverlap:
+      return bwd_exp_overlap(facts);
   }
   return {id, false, "unknown check"};
 }

@@ -35,6 +35,8 @@ const CheckInfo kChecks[] = {
      "half-width blocks: a QK^T group of N = block_n/2 and a PV group of block_n/32 k-steps"},
     {CheckId::BwdGemms, "bwd_gemms",
      "backward step: S^T, dP^T (SS, head_dim/16 k-steps), dV, dK (RS, block_m/16), dQ (SS, 4)"},
+    {CheckId::BwdExpOverlap, "bwd_exp_overlap",
+     "backward step: at least a quarter of P's exp2 issue while a GEMM (dP's) is in flight"},
 };
 
 const CheckInfo& info(CheckId id) {
@@ -307,6 +309,7 @@ std::vector<CheckId> checks_for(const KernelTraits& t) {
       {CheckId::TmaMulticast, fwd && o.cluster_m > 1},
       {CheckId::HalfBlocks, fwd && t.matrix_kernel && o.half_blocks},
       {CheckId::BwdGemms, bwd},
+      {CheckId::BwdExpOverlap, bwd},
   };
   std::vector<CheckId> out;
   for (const auto& [id, applies] : rules)

@@ -344,6 +344,7 @@ std::optional<Mainloop> find_mainloop(const SassFunction& f) {
     const InstrClass c = classify(in);
     if (c == InstrClass::WgmmaWait) m.waits.push_back({i, pending_groups(in)});
     if (!m.softmax_start && (c == InstrClass::RowMax || c == InstrClass::Exp2)) m.softmax_start = i;
+    m.exp2 += c == InstrClass::Exp2;
     m.membar_gpu += in.base() == "MEMBAR" && (in.opcode.find(".GPU") != std::string::npos ||
                                               in.opcode.find(".SYS") != std::string::npos);
   }

@@ -99,6 +99,7 @@ struct Mainloop {
   std::vector<WgmmaGroup> groups;
   std::vector<WgmmaWaitSite> waits;
   std::optional<size_t> softmax_start;                       // first FMNMX or MUFU.EX2 in the loop
+  size_t exp2 = 0;                                           // MUFU.EX2 in the loop
   SoftmaxPosition softmax_position = SoftmaxPosition::None;  // relative to the first group
   size_t membar_gpu = 0;  // MEMBAR of GPU or system scope in the loop (a wide release)
   // R2URs that move into a wgmma descriptor register what an instruction of this loop
