@@ -36,7 +36,7 @@ const CheckInfo kChecks[] = {
     {CheckId::BwdGemms, "bwd_gemms",
      "backward step: S^T, dP^T (SS, head_dim/16 k-steps), dV, dK (RS, block_m/16), dQ (SS, 4)"},
     {CheckId::BwdExpOverlap, "bwd_exp_overlap",
-     "backward step: at least a quarter of P's exp2 issue while a GEMM (dP's) is in flight"},
+     "backward step: at least an eighth of P's exp2 issue while a GEMM (dP's) is in flight"},
 };
 
 const CheckInfo& info(CheckId id) {

@@ -32,7 +32,7 @@ enum class CheckId {
   TmaMulticast,        // cluster kernels: multicast loads, no GPU-scope fence in the mainloop
   HalfBlocks,          // _hb kernels: half-width QK^T and PV groups are compiled in
   BwdGemms,            // backward main kernel: the step loop's wgmmas are the config's 5 GEMMs
-  BwdExpOverlap,       // backward main kernel: a quarter of P's exp2 issue under an in-flight GEMM
+  BwdExpOverlap,       // backward main kernel: an eighth of P's exp2 issue under an in-flight GEMM
 };
 const char* check_name(CheckId id);   // "no_spills", ...
 const char* check_title(CheckId id);  // one line for people
