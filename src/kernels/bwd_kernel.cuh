@@ -1111,11 +1111,11 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
 // zeroed (ordered adds: only where no K/V block adds), (ordered adds) the query block's
-// counter reset and (_pt) the tile counter. head_dim / 8 threads a row, 8 elements each (16-byte loads where O and dO
-// allow them), the loads of 8 rows a thread issued before their first sum: with a warp a row,
-// 4-byte loads and a row at a time, the kernel took 78 us at d128 causal 1k against the
-// public FA3's 65 (now 67); 16 rows a thread at d256 took 168 registers and 76 us (8 rows:
-// 71 us, the public FA3 67).
+// counter reset and (_pt) the tile counter. head_dim / 8 threads a row, 8 elements each
+// (16-byte loads where O and dO allow them), the loads of 8 rows a thread issued before their
+// first sum: with a warp a row, 4-byte loads and a row at a time, the kernel took 78 us at
+// d128 causal 1k against the public FA3's 65 (now 67); 16 rows a thread at d256 took 168
+// registers and 76 us (8 rows: 71 us, the public FA3 67).
 template <class C>
 __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   using Tr = BwdTraits<C>;
