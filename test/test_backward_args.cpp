@@ -1099,7 +1099,7 @@ TEST_CASE("backward: fa3_backward runs the built-in table's pick, or with a forw
         {fa3::Direction::Backward, prob.dtype, prob.head_dim, prob.causal, prob.seqlen_q, prob.seqlen_k});
     REQUIRE(pick != nullptr);
     CHECK(ran == pick);
-    CHECK(ran->name == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal");
+    CHECK(ran->name == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal");
   }
   {
     const ForwardOnlyTable table;

@@ -687,26 +687,34 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
 }
 
 TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
-  // More tiles (K/V blocks) than SMs, so that every CTA of a _pt kernel (the table's head dim
-  // 64 causal picks) draws tiles from the counter and the carried pipeline, dS^T and dQ-buffer
-  // phases cross tile boundaries; dK and dV leave through the dQ buffers, or (padded outputs,
-  // not TMA-aligned) from registers. (The named-kernel test below runs every compiled _pt
-  // kernel on the common shapes.)
+  // More tiles (K/V blocks) than SMs, so that every CTA of each compiled _pt kernel (by name:
+  // the table picks them for causal calls at head dims 64 and 128) draws tiles from the counter
+  // and the carried pipeline, dS^T and dQ-buffer phases cross tile boundaries; dK and dV leave
+  // through shared memory (the dQ buffers; head dim 128 also dV's own), or (padded outputs,
+  // not TMA-aligned) from registers.
   Runner runner;
-  const bool bf16 = GENERATE(false, true);
-  const bool causal = true;
   const Shape shapes[] = {
       {2, 4000, 4000, 16, 4, Layout::Contiguous},    // 2 x 4 pairs x 32 blocks: 256 tiles, GQA 4
       {1, 1500, 9000, 8, 8, Layout::HeadsMajor},     // 8 x 71: 568 tiles, seqlen_q < seqlen_k
       {2, 2100, 2100, 8, 8, Layout::PaddedOutputs},  // 16 x 17: 272 tiles, dK, dV by plain stores
   };
-  uint64_t seed = 4100 + (bf16 ? 2 : 0);
-  for (const Shape& s : shapes) {
-    const Case c = case_of(s, bf16, 64, causal);
-    INFO(c.describe());
-    check_outcome(runner.run(c, seed));
-    seed += 7919;
+  int kernels = 0;
+  uint64_t seed = 4100;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    const auto cfg = fa3::parse_bwd_kernel_name(name);
+    if (!cfg || !cfg->persistent) continue;
+    ++kernels;
+    for (const Shape& s : shapes) {
+      const Case c = case_of(s, cfg->dtype == fa3::DType::BF16, cfg->head_dim, cfg->causal);
+      INFO(name << ": " << c.describe());
+      RunOptions named;
+      named.kernel = name;
+      check_outcome(runner.run(c, seed, named));
+      seed += 7919;
+    }
   }
+  CHECK(kernels >= 2);
 }
 
 TEST_CASE("every compiled backward kernel, named, matches the float64 reference",
@@ -914,7 +922,7 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace, a
   // persistent kernel's CTAs walking several tiles.
   Runner runner;
-  Case cases[7];
+  Case cases[8];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
   cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -932,6 +940,9 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // the dQ buffers while the next tile runs).
   cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 300;
   cases[6].seqlen_k = 300; cases[6].heads = 64; cases[6].heads_kv = 64;
+  // So is the d128 causal pick below 8192 query rows, whose dV_j leaves from buffers of its own.
+  cases[7].bf16 = true; cases[7].head_dim = 128; cases[7].causal = true; cases[7].seqlen_q = 300;
+  cases[7].seqlen_k = 300; cases[7].heads = 64; cases[7].heads_kv = 32;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

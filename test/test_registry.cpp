@@ -515,11 +515,11 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
     CHECK(production.count(name) == 1);
   }
   // The backward's picks are production kernels too, and every production backward kernel is
-  // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and d128 non-causal a
-  // second one for seqlen_q from 1024, _dqt).
+  // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and at d128 a second
+  // one each: non-causal _dqt for seqlen_q from 1024, causal _p32 from 8192).
   const std::set<std::string> backward = backward_kernels();
   const std::set<std::string> backward_picks = table_kernels("bwd");
-  CHECK(backward_picks.size() == 14);
+  CHECK(backward_picks.size() == 16);
   CHECK(backward_picks == backward);
   for (const std::string& name : backward_picks) {
     INFO("the built-in tuning table picks " << name
@@ -644,7 +644,9 @@ TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
   CHECK(covered.size() == 12);
-  CHECK(backward.size() == 14);  // d128 non-causal: _dqh below 1024 query rows, _dqt from there
+  // d128 non-causal: _dqh below 1024 query rows, _dqt from there; causal: _pt below 8192, _p32
+  // from there.
+  CHECK(backward.size() == 16);
   for (const std::string& name : backward_lab_kernels()) {
     INFO(name << " (BWD_LAB_KERNELS)");
     CHECK(fa3::parse_bwd_kernel_name(name));
@@ -789,9 +791,18 @@ TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its d
   CHECK(parts[11].field == "persistent");
   CHECK(parts[11].tokens == "pt");
   CHECK(parts[11].value == "true");
-  // A warpgroup's 64 keys of dK and dV (16 KB at d64, 32 KB at d128) must fit its dQ buffer
-  // (64 x 64 fp32, 16 KB, at d64 _dqq; d128 _dqh's is 16 KB too); _kvh / _kvt are not
-  // persistent.
+  // A warpgroup's 64 keys of dK (8 KB at d64, 16 KB at d128) must fit its dQ buffer (64 x 64
+  // fp32, 16 KB, at d64 _dqq and d128 _dqh); dV's go there too at d64, into a buffer of their
+  // own at d128 (bwd_config.h, dv_staging_bytes). _kvh / _kvt are not persistent; the
+  // head-dim split of dQ only with the causal mask (the form built and measured, v36).
+  const auto d128 = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal");
+  REQUIRE(d128);
+  CHECK(d128->persistent);
+  CHECK_FALSE(d128->dkv_fit_dq_buffer());
+  CHECK(d128->dv_staging_bytes() == 2 * 64 * 128 * 2);
+  CHECK(c->dkv_fit_dq_buffer());
+  CHECK(c->dv_staging_bytes() == 0);
+  CHECK(fa3::BwdSmemLayout::of(*d128).total_bytes <= fa3::kBwdSmemLimit);
   std::string why;
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt", &why));
   CHECK(why.find("bwd_config_is_valid") != std::string::npos);

@@ -41,7 +41,8 @@
 // issued the last one's loads, so that the long causal tiles even out as the hardware's
 // dispatch of one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave:
 // each warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it
-// must hold them, 16 KB at head dim 64) and a warp of the producer warpgroup stores them by
+// must hold dK_j's, 16 KB at head dim 64 and 128; dV_j's go there too at 64, in a buffer of
+// their own at 128, 32 KB in all) and a warp of the producer warpgroup stores them by
 // TMA while the next tile's K_j and V_j (loaded as soon as the last step's GEMMs have read
 // them) and first steps run; the CTA's start (launch, barrier set-up) is paid once per SM,
 // not once per tile (v28h: 1.6 steps a CTA at d64, 16% of the time at causal 2k). The d64
@@ -143,11 +144,19 @@ struct BwdConfig {
     return consumer_warpgroups == 2 ? (producer_regs_32 ? 232 : 240) : 160;
   }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
-  // _pt: whether a warpgroup's 64 keys of dK_j and dV_j (16-bit, 64-row TMA boxes) fit its dQ
-  // staging buffer, where a persistent CTA stages them for their TMA store.
-  constexpr bool dkv_fit_dq_buffer() const {
+  // _pt: whether a warpgroup's 64 keys of dK_j (16-bit, 64-row TMA boxes) fit its dQ staging
+  // buffer, where a persistent CTA stages them for their TMA store; and whether dV_j's fit
+  // there too (head dim 64, _dqq), or take a buffer of their own (head dim 128, _dqh).
+  constexpr bool dk_fits_dq_buffer() const {
     return !kv_split_head_dim() && dq_slots() == consumer_warpgroups &&
-           dq_rows() * dq_piece_cols() * 4 >= 2 * 64 * head_dim * 2;
+           dq_rows() * dq_piece_cols() * 4 >= 64 * head_dim * 2;
+  }
+  constexpr bool dkv_fit_dq_buffer() const {
+    return dk_fits_dq_buffer() && dq_rows() * dq_piece_cols() * 4 >= 2 * 64 * head_dim * 2;
+  }
+  // _pt: bytes of the buffers of the warpgroups' dV_j rows where they do not fit the dQ buffers.
+  constexpr int dv_staging_bytes() const {
+    return persistent && !dkv_fit_dq_buffer() ? consumer_warpgroups * 64 * head_dim * 2 : 0;
   }
 };
 
@@ -168,6 +177,7 @@ struct BwdSmemLayout {
   uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
   uint32_t p_offset;             // _kvh, per ds stage: P^T, as dS^T
   uint32_t dq_offset, dq_bytes;  // per dq slot: a dQ piece, fp32, fragment order
+  uint32_t dv_offset;  // _pt where dV_j does not fit the dQ buffers: a warpgroup's 64 rows each
   uint32_t barrier_offset;
   uint32_t total_bytes;
 
@@ -195,7 +205,8 @@ struct BwdSmemLayout {
     l.p_offset = l.ds_offset + l.ds_bytes * c.ds_stages();
     l.dq_offset = l.p_offset + (c.kv_split_head_dim() ? l.ds_bytes * c.ds_stages() : 0u);
     l.stats_stage_bytes = static_cast<uint32_t>(2 * c.block_m * 4);
-    l.stats_offset = l.dq_offset + l.dq_bytes * c.dq_slots();
+    l.dv_offset = l.dq_offset + l.dq_bytes * c.dq_slots();
+    l.stats_offset = l.dv_offset + static_cast<uint32_t>(c.dv_staging_bytes());
     l.barrier_offset = l.stats_offset + l.stats_stage_bytes * c.stages;
     l.total_bytes = l.barrier_offset + 8u * barrier_count(c) + 1024u;  // + alignment slack
     return l;
@@ -231,9 +242,11 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
   return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
-         // _pt: the form built, tested and measured (v34): the query split of dQ, two stages.
-         (!c.persistent || (c.dkv_fit_dq_buffer() && c.dq_split == DqSplit::Queries &&
-                            c.stages == 2)) &&
+         // _pt: the forms built, tested and measured (v34, v36): the query split of dQ (head
+         // dim 64), or the head-dim split with the causal mask (128), two stages.
+         (!c.persistent ||
+          (c.dk_fits_dq_buffer() && c.stages == 2 &&
+           (c.dq_split == DqSplit::Queries || (c.dq_split == DqSplit::HeadDim && c.causal)))) &&
          c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }

@@ -24,7 +24,8 @@
 //                         of 40 keys each, not transposed, and dK^T, dV^T of 128 columns each.
 //   (_pt)                 one CTA per SM walks tiles drawn from a counter (bwd_for_each_tile);
 //                         warpgroup 0's warp 2 stores each tile's dK_j and dV_j, which the
-//                         consumers stage in their dQ buffers (bwd_dkv_storer).
+//                         consumers stage in their dQ buffers (head dim 128: dV_j in
+//                         buffers of its own; bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
@@ -122,15 +123,19 @@ struct BwdTraits {
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
-  static_assert(!kPersistent || (2 * KVRows::kBytes <= DqStaging::kBytes &&
-                                 kSmem.dq_offset % 1024 == 0 && DqStaging::kBytes % 1024 == 0),
-                "_pt: a warpgroup's dK_j and dV_j rows fit its dQ buffer, 1024-byte aligned (swizzle)");
+  // _pt: where a warpgroup's dV_j rows are staged: after its dK_j rows in its dQ buffer, or
+  // (they do not fit there) in a buffer of their own.
+  static constexpr bool kDvStagedApart = kCfg.dv_staging_bytes() > 0;
+  static_assert(!kPersistent || ((kDvStagedApart ? 1 : 2) * KVRows::kBytes <= DqStaging::kBytes &&
+                                 kSmem.dq_offset % 1024 == 0 && DqStaging::kBytes % 1024 == 0 &&
+                                 kSmem.dv_offset % 1024 == 0),
+                "_pt: a warpgroup's dK_j (and dV_j) rows fit its dQ buffer, 1024-byte aligned (swizzle)");
 };
 
 // Shared-memory addresses of one backward CTA.
 template <class Tr>
 struct BwdSmem {
-  uint32_t k, v, q, dout, stats, ds, p_t, dq;
+  uint32_t k, v, q, dout, stats, ds, p_t, dq, dv_rows_base;
   uint32_t kv_full, dq_full, dq_empty, do_full, do_empty;
   // _pt: K_j and V_j read by the tile's last GEMMs (every consumer thread arrives); the
   // next tile published in slot k % 2 (the producer arrives on full; the dQ writer, the dK/dV
@@ -148,6 +153,7 @@ struct BwdSmem {
     ds = base + Tr::kSmem.ds_offset;
     p_t = base + Tr::kSmem.p_offset;
     dq = base + Tr::kSmem.dq_offset;
+    dv_rows_base = base + Tr::kSmem.dv_offset;
     const uint32_t bars = base + Tr::kSmem.barrier_offset;
     kv_full = bars;
     pipe = {bars + 8, bars + 8 + 8 * Tr::kStages};
@@ -197,6 +203,12 @@ struct BwdSmem {
     return dq + slot * Tr::DqStaging::kBytes;
   }
   __device__ __forceinline__ uint32_t dq_full_bar(int slot) const { return dq_full + 8 * slot; }
+  // _pt: where warpgroup wg stages its 64 keys of dK_j and of dV_j for bwd_dkv_storer.
+  __device__ __forceinline__ uint32_t dk_rows(int wg) const { return dq_part(wg); }
+  __device__ __forceinline__ uint32_t dv_rows(int wg) const {
+    return Tr::kDvStagedApart ? dv_rows_base + wg * Tr::KVRows::kBytes
+                              : dq_part(wg) + Tr::KVRows::kBytes;
+  }
   // The ring's entry `entry` (dq_pieces() t + p: piece p of step t): its buffer and the parity
   // of that buffer's use.
   struct DqRingPosition {
@@ -499,9 +511,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
 }
 
 // _pt, warp 2 of the producer warpgroup (one thread): each tile's dK_j and dV_j, which each
-// consumer warpgroup stages in its dQ buffer (its 64 keys, KVRows), stored by TMA while the
-// next tile runs; each buffer is given back to the consumers (its dq_empty, as the dQ writer
-// does after a step) once the stores have read it. A warp of its own: in the dQ writer's, the
+// consumer warpgroup stages in its dQ buffer (its 64 keys, KVRows; dV_j's in a buffer of its
+// own where they do not fit, BwdSmem::dv_rows), stored by TMA while the next tile runs; each
+// dQ buffer is given back to the consumers (its dq_empty, as the dQ writer does after a step)
+// once the stores have read it and the dV_j buffer with it (the consumers' wait for the dQ
+// buffer before they stage the next tile's rows covers both). A warp of its own: in the dQ writer's, the
 // 24-register warpgroup spilled.
 template <class Tr>
 __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem<Tr>& sm,
@@ -515,9 +529,9 @@ __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem
     tile::mbarrier_wait_idle(sm.dkv_full_bar(wg), c.tiles() & 1);
     const int row = w.n_block * Tr::kBlockN + 64 * wg;
     for (int chunk = 0; chunk < Tr::KVRows::kChunks; ++chunk) {
-      const uint32_t at = sm.dq_part(wg) + chunk * Tr::KVRows::kChunkBytes;
-      ptx::tma_store_4d(&p.tma_dk, at, chunk * 64, row, w.kv_head, w.batch);
-      ptx::tma_store_4d(&p.tma_dv, at + Tr::KVRows::kBytes, chunk * 64, row, w.kv_head, w.batch);
+      const uint32_t at = chunk * Tr::KVRows::kChunkBytes;
+      ptx::tma_store_4d(&p.tma_dk, sm.dk_rows(wg) + at, chunk * 64, row, w.kv_head, w.batch);
+      ptx::tma_store_4d(&p.tma_dv, sm.dv_rows(wg) + at, chunk * 64, row, w.kv_head, w.batch);
     }
     ptx::bulk_commit_group();
   }
@@ -751,12 +765,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
 #pragma unroll
   for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
   if (Tr::kPersistent && p.dkv_tma) {
-    // The warpgroup's rows, staged in its dQ buffer (the tile's last use of it) for
-    // bwd_dkv_storer's TMA stores.
+    // The warpgroup's rows, staged in its dQ buffer (the tile's last use of it; dV_j's in its
+    // own buffer where they do not fit, freed with the dQ buffer) for bwd_dkv_storer's TMA
+    // stores.
     tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + steps) & 1) ^ 1);
-    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dq_part(wg), 0, 0, t_wg);
-    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(
-        dv, sm.dq_part(wg) + Tr::KVRows::kBytes, 0, 0, t_wg);
+    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dk_rows(wg), 0, 0, t_wg);
+    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dv, sm.dv_rows(wg), 0, 0, t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
     ptx::mbarrier_arrive(sm.dkv_full_bar(wg));
     return;

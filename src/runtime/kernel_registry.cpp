@@ -186,7 +186,7 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
                    false});
   parts.push_back({c->persistent ? "pt" : "", "persistent", c->persistent ? "true" : "false",
                    c->persistent ? "a CTA per SM draws its tiles from a counter; dK and dV leave "
-                                   "through the dQ buffers while the next tile runs"
+                                   "through shared memory (the dQ buffers) while the next tile runs"
                                  : "a CTA per K/V block",
                    false});
   parts.push_back({c->causal ? "causal" : "", "causal", c->causal ? "true" : "false",
