@@ -516,7 +516,7 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
   }
   // The backward's picks are production kernels too, and every production backward kernel is
   // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and at d128 a second
-  // one each: non-causal _dqt for seqlen_q from 1024, causal _p32 from 8192).
+  // one each: non-causal _dqt_pt for seqlen_q from 1024, causal _p32 from 8192).
   const std::set<std::string> backward = backward_kernels();
   const std::set<std::string> backward_picks = table_kernels("bwd");
   CHECK(backward_picks.size() == 16);
@@ -644,8 +644,8 @@ TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
   CHECK(covered.size() == 12);
-  // d128 non-causal: _dqh below 1024 query rows, _dqt from there; causal: _pt below 8192, _p32
-  // from there.
+  // d128 non-causal: _dqh below 1024 query rows, _dqt_pt from there; causal: _pt below 8192,
+  // _p32 from there.
   CHECK(backward.size() == 16);
   for (const std::string& name : backward_lab_kernels()) {
     INFO(name << " (BWD_LAB_KERNELS)");
@@ -806,7 +806,13 @@ TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its d
   std::string why;
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt", &why));
   CHECK(why.find("bwd_config_is_valid") != std::string::npos);
-  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt"));
+  // _dqt: no shared memory is left for dV_j's rows; each warpgroup stages them in a dS^T stage.
+  const auto dqt = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt");
+  REQUIRE(dqt);
+  CHECK(dqt->dv_staged_in_ds());
+  CHECK(dqt->dv_staging_bytes() == 0);
+  CHECK_FALSE(d128->dv_staged_in_ds());
+  CHECK(fa3::BwdSmemLayout::of(*dqt).total_bytes <= fa3::kBwdSmemLimit);
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_pt"));
   // Only the form built and measured: the query split of dQ, two stages.
   CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m64_n128_s2_w2_pt"));

@@ -154,9 +154,16 @@ struct BwdConfig {
   constexpr bool dkv_fit_dq_buffer() const {
     return dk_fits_dq_buffer() && dq_rows() * dq_piece_cols() * 4 >= 2 * 64 * head_dim * 2;
   }
-  // _pt: bytes of the buffers of the warpgroups' dV_j rows where they do not fit the dQ buffers.
+  // _pt where dV_j's rows do not fit the dQ buffers: with _dqt (no shared memory left) warpgroup
+  // wg stages them in dS^T stage wg, once both warpgroups' last dQ GEMMs of the tile have read
+  // it; otherwise in buffers of their own, of these bytes.
+  constexpr bool dv_staged_in_ds() const {
+    return persistent && !dkv_fit_dq_buffer() && dq_transposed();
+  }
   constexpr int dv_staging_bytes() const {
-    return persistent && !dkv_fit_dq_buffer() ? consumer_warpgroups * 64 * head_dim * 2 : 0;
+    return persistent && !dkv_fit_dq_buffer() && !dv_staged_in_ds()
+               ? consumer_warpgroups * 64 * head_dim * 2
+               : 0;
   }
 };
 
@@ -185,10 +192,12 @@ struct BwdSmemLayout {
     // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
     // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
     // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
-    // tile slots and three roles' carries (4 bytes each)
+    // tile slots and three roles' carries (4 bytes each); dV_j staged in the dS^T stages:
+    // dv_read
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
            (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u) +
-           (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u);
+           (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u) +
+           (c.dv_staged_in_ds() ? 1u : 0u);
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {
@@ -243,10 +252,13 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
                        launch_regs * c.threads();
   return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
          // _pt: the forms built, tested and measured (v34, v36): the query split of dQ (head
-         // dim 64), or the head-dim split with the causal mask (128), two stages.
+         // dim 64), the head-dim split with the causal mask or _dqt's (128), two stages.
          (!c.persistent ||
           (c.dk_fits_dq_buffer() && c.stages == 2 &&
-           (c.dq_split == DqSplit::Queries || (c.dq_split == DqSplit::HeadDim && c.causal)))) &&
+           (c.dq_split == DqSplit::Queries || c.dq_split == DqSplit::HeadDimT ||
+            (c.dq_split == DqSplit::HeadDim && c.causal)) &&
+           (!c.dv_staged_in_ds() ||
+            (c.ds_stages() == c.consumer_warpgroups && c.block_n * c.block_m >= 64 * c.head_dim)))) &&
          c.stages >= 1 && c.stages <= 3 &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }

@@ -61,7 +61,8 @@ namespace fa3 {
 enum BwdBarrier : uint32_t {
   kBwdBarrierDsAll = 1,   // head-dim split: both warpgroups' dS^T rows are in shared memory
   kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
-  kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles)
+  kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles; _pt
+                            // with dV_j in the dS^T stages: both read them)
   kBwdBarrierDsFreeBase = 5,  // + consumer warpgroup (_kvt): the other's reads of the last
                               // step's P^T and dS^T are complete
 };
@@ -125,11 +126,17 @@ struct BwdTraits {
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
   // _pt: where a warpgroup's dV_j rows are staged: after its dK_j rows in its dQ buffer, or
   // (they do not fit there) in a buffer of their own.
+  // _pt: where a warpgroup's dV_j rows are staged: after its dK_j rows in its dQ buffer, in a
+  // buffer of their own, or (_dqt) in dS^T stage wg.
   static constexpr bool kDvStagedApart = kCfg.dv_staging_bytes() > 0;
-  static_assert(!kPersistent || ((kDvStagedApart ? 1 : 2) * KVRows::kBytes <= DqStaging::kBytes &&
+  static constexpr bool kDvInDs = kCfg.dv_staged_in_ds();
+  static_assert(!kPersistent || ((kDvStagedApart || kDvInDs ? 1 : 2) * KVRows::kBytes <= DqStaging::kBytes &&
                                  kSmem.dq_offset % 1024 == 0 && DqStaging::kBytes % 1024 == 0 &&
                                  kSmem.dv_offset % 1024 == 0),
                 "_pt: a warpgroup's dK_j (and dV_j) rows fit its dQ buffer, 1024-byte aligned (swizzle)");
+  static_assert(!kDvInDs || (KVRows::kBytes <= DsTile::kBytes && kSmem.ds_offset % 1024 == 0 &&
+                             DsTile::kBytes % 1024 == 0),
+                "_pt: a warpgroup's dV_j rows fit a dS^T stage, 1024-byte aligned (swizzle)");
 };
 
 // Shared-memory addresses of one backward CTA.
@@ -142,6 +149,9 @@ struct BwdSmem {
   // storer and every consumer thread on empty once read); a warpgroup's dK_j and dV_j staged
   // (dkv_full, a barrier per warpgroup); the tile slots and the carries of warpgroup 0's roles.
   uint32_t kv_empty, tile_full, tile_empty, dkv_full, tile_slots;
+  // _pt with dV_j staged in the dS^T stages: the storer has read them (the next tile's dS^T
+  // may be written).
+  uint32_t dv_read;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
   __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
@@ -166,6 +176,7 @@ struct BwdSmem {
     tile_empty = tile_full + 16;
     dkv_full = tile_empty + 16;
     tile_slots = dkv_full + 8 * Tr::kConsumers;
+    dv_read = tile_slots + 32;
   }
   __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
   // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
@@ -206,8 +217,9 @@ struct BwdSmem {
   // _pt: where warpgroup wg stages its 64 keys of dK_j and of dV_j for bwd_dkv_storer.
   __device__ __forceinline__ uint32_t dk_rows(int wg) const { return dq_part(wg); }
   __device__ __forceinline__ uint32_t dv_rows(int wg) const {
-    return Tr::kDvStagedApart ? dv_rows_base + wg * Tr::KVRows::kBytes
-                              : dq_part(wg) + Tr::KVRows::kBytes;
+    return Tr::kDvInDs          ? ds_tile(wg)
+           : Tr::kDvStagedApart ? dv_rows_base + wg * Tr::KVRows::kBytes
+                                : dq_part(wg) + Tr::KVRows::kBytes;
   }
   // The ring's entry `entry` (dq_pieces() t + p: piece p of step t): its buffer and the parity
   // of that buffer's use.
@@ -537,6 +549,7 @@ __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem
   }
   ptx::bulk_wait_group_read<0>();
   for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_arrive(sm.dq_empty_bar(wg));
+  if constexpr (Tr::kDvInDs) ptx::mbarrier_arrive(sm.dv_read);
 }
 
 // A thread's L_i or D_i values (pairs of query columns, 8 columns = 32 bytes apart from
@@ -615,6 +628,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   tile::fill(dk, 0.0f);
   tile::fill(dv, 0.0f);
   tile::mbarrier_wait(sm.kv_full, carry.tiles() & 1);
+  // _pt, dV_j staged in the dS^T stages: the last tile's, read by the storer before this
+  // tile's first dS^T store (by then long since: its TMA stores read them as the tile ended).
+  if constexpr (Tr::kDvInDs)
+    if (!carry.first() && p.dkv_tma) tile::mbarrier_wait(sm.dv_read, (carry.tiles() - 1) & 1);
   tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(carry.steps());
   const uint32_t dq_uses = carry.dq_uses(p);
   const int steps = w.steps(p);
@@ -769,6 +786,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // own buffer where they do not fit, freed with the dQ buffer) for bwd_dkv_storer's TMA
     // stores.
     tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + steps) & 1) ^ 1);
+    // dS^T stage wg: the other warpgroup's last dQ GEMMs read it too.
+    if constexpr (Tr::kDvInDs) ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
     tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dk_rows(wg), 0, 0, t_wg);
     tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dv, sm.dv_rows(wg), 0, 0, t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
@@ -1045,6 +1064,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
         ptx::mbarrier_init(sm.tile_empty_bar(k), 2 + 128 * Tr::kConsumers);
       }
       for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_init(sm.dkv_full_bar(wg), 128);
+      if (Tr::kDvInDs) ptx::mbarrier_init(sm.dv_read, 1);
     }
     ptx::fence_mbarrier_init();
   }
