@@ -42,12 +42,13 @@
 // dispatch of one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave:
 // each warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it
 // must hold dK_j's, 16 KB at head dim 64 and 128; dV_j's go there too at 64, in a buffer of
-// their own at 128, 32 KB in all) and a warp of the producer warpgroup stores them by
-// TMA while the next tile's K_j and V_j (loaded as soon as the last step's GEMMs have read
-// them) and first steps run; the CTA's start (launch, barrier set-up) is paid once per SM,
-// not once per tile (v28h: 1.6 steps a CTA at d64, 16% of the time at causal 2k). The d64
-// causal picks (+1-3% from 1k to 4k); non-causal it is 3-8% slower (docs/perf-history.md
-// v34).
+// their own at 128 with _dqh, 32 KB in all, and in its dS^T stage with _dqt, where no shared
+// memory is left) and a warp of the producer warpgroup stores them by TMA while the next
+// tile's K_j and V_j (loaded as soon as the last step's GEMMs have read them) and first steps
+// run; the CTA's start (launch, barrier set-up) is paid once per SM, not once per tile (v28h:
+// 1.6 steps a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal (+1-3% from
+// 1k to 4k, v34), d128 causal below 8192 query rows and d128 non-causal from 1024 (+1%, v36);
+// d64 non-causal it is 3-8% slower (docs/perf-history.md v34).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
 // dtype, scaled).
