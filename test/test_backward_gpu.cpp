@@ -688,10 +688,11 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
 
 TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
   // More tiles (K/V blocks) than SMs, so that every CTA of each compiled _pt kernel (by name:
-  // the table picks them for causal calls at head dims 64 and 128) draws tiles from the counter
+  // the table picks them for causal calls at head dims 64 and 128, below 8192 query rows at
+  // 128, and for d128 non-causal calls from 1024) draws tiles from the counter
   // and the carried pipeline, dS^T and dQ-buffer phases cross tile boundaries; dK and dV leave
-  // through shared memory (the dQ buffers; head dim 128 also dV's own), or (padded outputs,
-  // not TMA-aligned) from registers.
+  // through shared memory (the dQ buffers; head dim 128 also dV's own or the dS^T stages), or
+  // (padded outputs, not TMA-aligned) from registers.
   Runner runner;
   const Shape shapes[] = {
       {2, 4000, 4000, 16, 4, Layout::Contiguous},    // 2 x 4 pairs x 32 blocks: 256 tiles, GQA 4

@@ -25,7 +25,8 @@
 //   (_pt)                 one CTA per SM walks tiles drawn from a counter (bwd_for_each_tile);
 //                         warpgroup 0's warp 2 stores each tile's dK_j and dV_j, which the
 //                         consumers stage in their dQ buffers (head dim 128: dV_j in
-//                         buffers of its own; bwd_dkv_storer).
+//                         buffers of its own, or with _dqt in the dS^T stages;
+//                         bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
@@ -124,8 +125,6 @@ struct BwdTraits {
   static constexpr int kDqAcc = kDqCols / 2;  // of its dQ_i part
   static constexpr int kProducerRegs = kCfg.producer_regs();
   static constexpr int kConsumerRegs = kCfg.consumer_regs();
-  // _pt: where a warpgroup's dV_j rows are staged: after its dK_j rows in its dQ buffer, or
-  // (they do not fit there) in a buffer of their own.
   // _pt: where a warpgroup's dV_j rows are staged: after its dK_j rows in its dQ buffer, in a
   // buffer of their own, or (_dqt) in dS^T stage wg.
   static constexpr bool kDvStagedApart = kCfg.dv_staging_bytes() > 0;
@@ -524,11 +523,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
 
 // _pt, warp 2 of the producer warpgroup (one thread): each tile's dK_j and dV_j, which each
 // consumer warpgroup stages in its dQ buffer (its 64 keys, KVRows; dV_j's in a buffer of its
-// own where they do not fit, BwdSmem::dv_rows), stored by TMA while the next tile runs; each
-// dQ buffer is given back to the consumers (its dq_empty, as the dQ writer does after a step)
-// once the stores have read it and the dV_j buffer with it (the consumers' wait for the dQ
-// buffer before they stage the next tile's rows covers both). A warp of its own: in the dQ writer's, the
-// 24-register warpgroup spilled.
+// own or a dS^T stage where they do not fit, BwdSmem::dv_rows), stored by TMA while the next
+// tile runs; each dQ buffer is given back to the consumers (its dq_empty, as the dQ writer does
+// after a step) once the stores have read it and the dV_j buffer with it (the consumers' wait
+// for the dQ buffer before they stage the next tile's rows covers both), the dS^T stages by
+// dv_read. A warp of its own: in the dQ writer's, the 24-register warpgroup spilled.
 template <class Tr>
 __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                const BwdWork<Tr>& w, const BwdCarry& c) {
