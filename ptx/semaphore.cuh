@@ -3,7 +3,8 @@
 // ONE THREAD. The backward's dQ-writer adds "using a semaphore" (paper Algorithm 3 line 33):
 // the deterministic mode orders the dQ reduce-adds of the K/V blocks of a query block with
 // one counter per (query block, head, batch) in the workspace: a CTA waits until the counter
-// says it is its turn, adds, waits for the add to complete, then increments the counter.
+// says it is its turn, adds, waits for the add to complete, then increments the counter. The
+// default mode's first store: the same counter as a ticket (atom) and a ready bit (red.or).
 #pragma once
 
 #include <stdint.h>
@@ -27,6 +28,25 @@ __device__ __forceinline__ int32_t ld_acquire_gpu(const int32_t* addr) {
 __device__ __forceinline__ void red_add_release_gpu(int32_t* addr, int32_t value) {
   asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(addr)),
                "r"(value)
+               : "memory");
+}
+
+// Adds to a counter and returns its old value, with acquire semantics at GPU scope: when the
+// old value holds what a red_or_release_gpu set, what that thread released is visible after.
+// The backward's first-store tickets (one per query block and CTA step).
+__device__ __forceinline__ int32_t atom_add_acquire_gpu(int32_t* addr, int32_t value) {
+  int32_t old;
+  asm volatile("atom.acquire.gpu.global.add.s32 %0, [%1], %2;\n"
+               : "=r"(old)
+               : "l"(reinterpret_cast<uint64_t>(addr)), "r"(value)
+               : "memory");
+  return old;
+}
+
+// Sets bits of a counter with release semantics at GPU scope (no value returned).
+__device__ __forceinline__ void red_or_release_gpu(int32_t* addr, int32_t bits) {
+  asm volatile("red.release.gpu.global.or.b32 [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(addr)),
+               "r"(bits)
                : "memory");
 }
 

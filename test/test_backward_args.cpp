@@ -827,7 +827,7 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     d64(small, 4096, causal);
     // (The built-in table's picks; their names are this test's premise.)
     const std::string kernel = std::string("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq") +
-                               (causal ? "_pt_causal" : "_rw");
+                               (causal ? "_pt_causal" : "_rw_fs");
     REQUIRE(fa3::find_any_compiled_kernel(kernel) != nullptr);
     fake().reset();
     REQUIRE(small.run(fh.h) == FA3_OK);
@@ -1099,7 +1099,7 @@ TEST_CASE("backward: fa3_backward runs the built-in table's pick, or with a forw
         {fa3::Direction::Backward, prob.dtype, prob.head_dim, prob.causal, prob.seqlen_q, prob.seqlen_k});
     REQUIRE(pick != nullptr);
     CHECK(ran == pick);
-    CHECK(ran->name == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal");
+    CHECK(ran->name == "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal");
   }
   {
     const ForwardOnlyTable table;
@@ -1138,15 +1138,15 @@ TEST_CASE("backward: fa3_backward_with_kernel runs the named backward kernel tha
   // The arguments are checked first, as fa3_backward's.
   Args bad;
   bad.p.deterministic = 3;
-  CHECK(fa3_backward_with_kernel(fh.h, "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal", &bad.q,
+  CHECK(fa3_backward_with_kernel(fh.h, "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal", &bad.q,
                                  &bad.k, &bad.v, &bad.o, &bad.dout, bad.lse, &bad.dq, &bad.dk,
                                  &bad.dv, bad.params, bad.workspace, bad.workspace_bytes,
                                  nullptr) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "p->deterministic must be 0 or 1 (got 3)");
 
-  REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal") == FA3_OK);
+  REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal") == FA3_OK);
   CHECK(last_loaded(fh.h) ==
-        fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal"));
+        fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal"));
   CHECK(fake().count("cuLaunchKernelEx") == 3);
 }
 

@@ -390,14 +390,16 @@ TEST_CASE("a name's parts spell it, each with its meaning", "[cpu][registry]") {
 
 TEST_CASE("a backward name's parts spell it, each with its meaning", "[cpu][registry]") {
   for (const std::string name : {"fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw",
+                                 "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs",
                                  "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt",
+                                 "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal",
                                  "fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal",
                                  "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal",
                                  "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal",
                                  "fa3_bwd_f16_d64_m64_n128_s2_w2"}) {
     INFO(name);
     const std::vector<fa3::NamePart> parts = fa3::explain_bwd_kernel_name(name);
-    REQUIRE(parts.size() == 13);  // direction, dtype, five numbers, six options
+    REQUIRE(parts.size() == 14);  // direction, dtype, five numbers, seven options
     std::string spelled;
     for (const fa3::NamePart& p : parts) {
       INFO(p.field);
@@ -416,10 +418,13 @@ TEST_CASE("a backward name's parts spell it, each with its meaning", "[cpu][regi
   const std::vector<fa3::NamePart> parts =
       fa3::explain_bwd_kernel_name("fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal");
   CHECK(parts[2].value == "128");
-  CHECK(parts[10].field == "producer_regs");
-  CHECK(parts[10].value == "32");
+  CHECK(parts[11].field == "producer_regs");
+  CHECK(parts[11].value == "32");
   CHECK(parts[9].tokens.empty());  // rotated_walk at its default
   CHECK(parts[9].value == "false");
+  CHECK(parts[10].field == "first_store");
+  CHECK(parts[10].tokens.empty());
+  CHECK(parts[10].value == "false");
   CHECK(fa3::explain_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_causal").empty());
   CHECK(fa3::explain_bwd_kernel_name("fa3_fwd_bf16_d128_m128_n128_s2_w2").empty());
 }
@@ -778,6 +783,30 @@ TEST_CASE("the _rw backward: a rotated walk, non-causal only", "[cpu][registry]"
   CHECK(why.find("_rw") != std::string::npos);
 }
 
+TEST_CASE("the _fs backward: a query block's first dQ writer stores, staggered walks only",
+          "[cpu][registry]") {
+  for (const std::string name : {"fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs",
+                                 "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_pt_causal",
+                                 "fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_p32_causal",
+                                 "fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal"}) {
+    INFO(name);
+    const auto c = fa3::parse_bwd_kernel_name(name);
+    REQUIRE(c);
+    CHECK(c->first_store);
+    CHECK(fa3::bwd_kernel_name(*c) == name);
+  }
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw")->first_store);
+  // A pair's CTAs that walk the query blocks in step (non-causal without _rw) would all wait
+  // for one first store at every block: not a kernel.
+  std::string why;
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs", &why));
+  CHECK(why.find("bwd_config_is_valid") != std::string::npos);
+  // The token's place: after _rw, before _p32 and _pt.
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_fs_rw", &why));
+  CHECK(why.find("_fs") != std::string::npos);
+  CHECK_FALSE(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_fs_causal"));
+}
+
 TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its dQ buffer",
           "[cpu][registry]") {
   const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal");
@@ -788,9 +817,9 @@ TEST_CASE("the _pt backward: persistent, where a warpgroup's dK and dV fit its d
   CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_pt"));
   const std::vector<fa3::NamePart> parts =
       fa3::explain_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal");
-  CHECK(parts[11].field == "persistent");
-  CHECK(parts[11].tokens == "pt");
-  CHECK(parts[11].value == "true");
+  CHECK(parts[12].field == "persistent");
+  CHECK(parts[12].tokens == "pt");
+  CHECK(parts[12].value == "true");
   // A warpgroup's 64 keys of dK (8 KB at d64, 16 KB at d128) must fit its dQ buffer (64 x 64
   // fp32, 16 KB, at d64 _dqq and d128 _dqh); dV's go there too at d64, into a buffer of their
   // own at d128 (bwd_config.h, dv_staging_bytes). _kvh / _kvt are not persistent; the

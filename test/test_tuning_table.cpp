@@ -749,7 +749,8 @@ TEST_CASE("bwd entries: kernel fit and config", "[cpu][tuning]") {
     CHECK(error_of(doc) == kPrefix +
                                "entries[20].config has unknown key \"loop\" (allowed: block_m, "
                                "block_n, stages, consumer_warpgroups, producer_regs, "
-                               "consumer_regs, kv_split, dq_split, rotated_walk, persistent, causal)");
+                               "consumer_regs, kv_split, dq_split, rotated_walk, first_store, persistent, "
+                               "causal)");
   }
   SECTION("a backward config key in a fwd entry") {
     doc["entries"][kBf16D128]["config"] = {{"dq_split", "keys"}};
@@ -767,12 +768,14 @@ TEST_CASE("bwd_config_json writes every config field", "[cpu][tuning]") {
   CHECK(bwd_config_json(c).dump() ==
         "{\"block_m\":64,\"block_n\":64,\"stages\":1,\"consumer_warpgroups\":2,"
         "\"producer_regs\":24,\"consumer_regs\":240,\"kv_split\":\"head_dim\","
-        "\"dq_split\":\"head_dim\",\"rotated_walk\":false,\"persistent\":false,\"causal\":true}");
-  const BwdConfig d = parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw").value();
+        "\"dq_split\":\"head_dim\",\"rotated_walk\":false,\"first_store\":false,"
+        "\"persistent\":false,\"causal\":true}");
+  const BwdConfig d = parse_bwd_kernel_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs").value();
   CHECK(bwd_config_json(d).dump() ==
         "{\"block_m\":128,\"block_n\":128,\"stages\":2,\"consumer_warpgroups\":2,"
         "\"producer_regs\":24,\"consumer_regs\":240,\"kv_split\":\"keys\","
-        "\"dq_split\":\"queries\",\"rotated_walk\":true,\"persistent\":false,\"causal\":false}");
+        "\"dq_split\":\"queries\",\"rotated_walk\":true,\"first_store\":true,"
+        "\"persistent\":false,\"causal\":false}");
   CHECK(bwd_config_json(parse_bwd_kernel_name(kBackwardLabKernel).value())["dq_split"] == "keys");
   CHECK(bwd_config_json(parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh").value())["kv_split"] ==
         "transposed");

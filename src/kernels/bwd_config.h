@@ -1,7 +1,7 @@
 // The Config of the backward kernel family (paper Algorithm 3), shared by the device code and
 // the host runtime, with its name grammar:
 //
-//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_rw][_p32][_pt][_causal]
+//   fa3_bwd_<dtype>_d<head_dim>_m<block_m>_n<block_n>_s<stages>_w<consumer warpgroups>[_kvh|_kvt][_dqh|_dqq|_dqt][_rw][_fs][_p32][_pt][_causal]
 //
 // One CTA owns block_n keys of one (batch, K/V head): it loads K_j and V_j once, keeps dK_j
 // and dV_j in registers, and streams the block_m-row blocks Q_i, dO_i (with LSE_i and D_i) of
@@ -33,6 +33,14 @@
 // CTAs, which run together, do not reduce-add into one query block at the same time (without
 // ordered adds; d64 +1%, d128 and d256 level: docs/perf-history.md v33b, v33d). Causal walks
 // are staggered already: each K/V block starts at its diagonal.
+// _fs (BwdConfig::first_store, causal or _rw only): without ordered adds, the CTA that reaches
+// a query block first (a ticket: the block's counter in the workspace) stores its dQ parts
+// and the others add once that store is complete, so the preprocess zeroes only the
+// accumulator blocks no CTA reaches instead of all of it (134 MB at every size of the
+// paper's grid; d128 and d256 causal +1-8%, d64 non-causal +1-4% on an H200, v37). Where a
+// pair's CTAs walk the query blocks in step (non-causal without _rw) they reach each block
+// together and all but one would wait for its store (d128 and d256 non-causal lost 1-5%).
+// At d64 causal _pt it lost 2-3% from 8k (and its clean form spills): not taken there.
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
@@ -81,6 +89,7 @@ struct BwdConfig {
   DqSplit dq_split = DqSplit::Keys;
   KvSplit kv_split = KvSplit::Keys;
   bool rotated_walk = false;      // _rw: non-causal walks start at the CTA's share of the blocks
+  bool first_store = false;       // _fs: a query block's first writer stores its dQ parts
   bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
   bool persistent = false;        // _pt: a CTA per SM, tiles drawn from a counter
   bool causal = false;
@@ -251,7 +260,8 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const int launch_regs = 65536 / c.threads() / 8 * 8;
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
-  return shape_ok && regs_ok && !(c.rotated_walk && c.causal) && c.consumer_warpgroups == 2 &&
+  return shape_ok && regs_ok && !(c.rotated_walk && c.causal) &&
+         (!c.first_store || c.causal || c.rotated_walk) && c.consumer_warpgroups == 2 &&
          // _pt: the forms built, tested and measured (v34, v36): the query split of dQ (head
          // dim 64), the head-dim split with the causal mask or _dqt's (128), two stages.
          (!c.persistent ||
@@ -369,6 +379,10 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     r.config.rotated_walk = true;
     pos += 3;
   }
+  if (spells_at(name, pos, "fs")) {
+    r.config.first_store = true;
+    pos += 3;
+  }
   if (spells_at(name, pos, "p32")) {
     r.config.producer_regs_32 = true;
     pos += 4;
@@ -382,7 +396,7 @@ constexpr BwdNameParse parse_bwd_name(const char* name) {
     pos += 7;
   }
   if (name[pos] != '\0') {
-    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _rw, _p32, _pt, then _causal";
+    r.error = "a backward kernel name ends after _w<warpgroups>, then _kvh or _kvt, _dqh, _dqq or _dqt, _rw, _fs, _p32, _pt, then _causal";
     return r;
   }
   if (!bwd_config_is_valid(r.config)) {

@@ -28,7 +28,7 @@
 //                         buffers of its own, or with _dqt in the dS^T stages;
 //                         bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
-// LSE in log2 units, the dQ accumulator (unless the adds are ordered) and semaphores zeroed;
+// LSE in log2 units, the dQ accumulator blocks no CTA writes and the semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
 #pragma once
 
@@ -82,6 +82,7 @@ struct BwdTraits {
   static constexpr int kConsumers = kCfg.consumer_warpgroups;
   static constexpr bool kCausal = kCfg.causal;
   static constexpr bool kRotatedWalk = kCfg.rotated_walk;
+  static constexpr bool kFirstStore = kCfg.first_store;
   static constexpr bool kPersistent = kCfg.persistent;
   static constexpr DqSplit kDqSplit = kCfg.dq_split;
   static constexpr bool kSharedDs = kCfg.dq_shared_ds();
@@ -421,9 +422,13 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
 // block's adds wait until the K/V blocks before this one have made theirs (a counter per
 // (batch, head, query block) that each CTA raises once its adds are complete), K/V block 0
 // stores rather than adds, and the pieces go in order, so every dQ element is summed in one
-// order.
+// order. Otherwise the same counter is a ticket: the CTA that reaches a query block first
+// (the old value's count 0) stores its pieces and then sets kDqReady; the others add once
+// kDqReady is set. Either way the preprocess zeroes only the accumulator blocks no CTA
+// reaches, instead of writing all of it (134 MB at every size of the paper's grid) for the
+// main kernel's first adds to read back.
 template <class Tr>
-__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
+__device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
   constexpr DqAccumLayout kLayout{Tr::kHeadDim};
   static_assert(Tr::kDqSlots >= 2, "the ring frees a buffer after the next piece's add is issued");
@@ -518,6 +523,100 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     }
   }
   // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
+  if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
+}
+
+constexpr int32_t kDqReady = 1 << 30;  // the first store of a query block is complete
+// The default mode of _fs kernels (Tr::kFirstStore: causal or _rw, whose walks are staggered): the
+// query block's counter is a ticket (the old value's count 0: this CTA reaches the block
+// first), the first writer stores its pieces and then raises kDqReady, the others add once
+// kDqReady is set, and the preprocess zeroes only the accumulator blocks no CTA reaches. Where
+// the CTAs of a pair walk the query blocks in step they all reach a block at once and all but
+// one would wait for its store (an H200 A/B: -1..-5% at d128 and d256 non-causal), so those
+// kernels, and ordered adds, add onto a zeroed accumulator (bwd_dq_adder).
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                              const BwdWork<Tr>& w, const BwdCarry& carry) {
+  if (!Tr::kFirstStore || p.ordered_adds) {
+    bwd_dq_adder<Tr>(p, sm, w, carry);
+    return;
+  }
+  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
+  const uint64_t policy = ptx::l2_policy_evict_last();
+  const int steps = w.steps(p);
+  BwdStep at = w.first_step(p);
+  constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
+  const uint32_t dq_fills = carry.steps();
+  if (carry.first()) ptx::griddepcontrol_wait();  // the counters reset by the preprocess
+  for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
+    const int head = at.head, m_block = at.m_block;
+    const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
+    float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
+    // The counter's index in 32 bits: one register across the pieces, not a pointer's two
+    // (with a pointer the d256 causal kernel's dQ writer spilled).
+    const uint32_t counter = static_cast<uint32_t>(bh * p.num_m_blocks + m_block);
+    int32_t* const semaphore = p.dq_semaphore + counter;
+    // The ticket's round trip, and any wait for the first store, overlap this thread's wait
+    // for the consumers' first piece, which usually takes longer.
+    const int32_t ticket = ptx::atom_add_acquire_gpu(semaphore, 1);
+    const bool first = (ticket & (kDqReady - 1)) == 0;
+    if (!first) {
+      // Add once the first store is complete (the fence orders what the acquire saw before
+      // this thread's bulk operations).
+      if ((ticket & kDqReady) == 0) tile::wait_counter_bits(semaphore, kDqReady);
+      ptx::fence_proxy_async_global();
+    }
+    int last_slot = 0;
+#pragma unroll
+    for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
+      const typename BwdSmem<Tr>::DqRingPosition at_ring =
+          kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
+                : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
+      const int slot = at_ring.slot;
+      tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
+      // The key split's second part adds onto the first's store once that is complete.
+      if (!Tr::kSharedDs && piece > 0 && first) ptx::bulk_wait_group<0>();
+      const int wg = piece % Tr::kConsumers, c = piece / Tr::kConsumers;
+      const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
+      const int col0 =
+          Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
+      float* part = block + (Tr::kDqTransposed ? DqAccumLayout::transposed_part_offset(wg, Tr::kBlockM)
+                                               : kLayout.part_offset(row0, col0));
+      if (first && (Tr::kSharedDs || piece == 0))
+        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
+      else
+        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
+      ptx::bulk_commit_group();
+      if constexpr (kRing) {
+        if (piece > 0) {
+          ptx::bulk_wait_group_read<1>();
+          ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+        }
+        last_slot = slot;
+      }
+    }
+    // The first store complete in global memory before any other CTA adds (the tickets never
+    // reach kDqReady). The buffers then freed as by bwd_dq_adder's ordered adds.
+    auto publish_store = [&] {
+      ptx::bulk_wait_group<0>();
+      ptx::fence_proxy_async_global();
+      ptx::red_add_release_gpu(p.dq_semaphore + counter, kDqReady);
+    };
+    if constexpr (kRing) {
+      if (first) publish_store();
+      ptx::bulk_wait_group_read<0>();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+    } else if (first) {
+      publish_store();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+    } else {
+      ptx::bulk_wait_group_read<1>();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+      ptx::bulk_wait_group_read<0>();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+    }
+  }
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
 }
 
@@ -1143,7 +1242,7 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
-// zeroed (ordered adds: only where no K/V block adds), (ordered adds) the query block's
+// zeroed only where no K/V block adds (the first writer stores), the query block's
 // counter reset and (_pt) the tile counter. head_dim / 8 threads a row, 8 elements each
 // (16-byte loads where O and dO allow them), the loads of 8 rows a thread issued before their
 // first sum: with a warp a row, 4-byte loads and a row at a time, the kernel took 78 us at
@@ -1218,17 +1317,18 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       }
     }
   }
-  // The dQ accumulator zeroed for the adds; ordered adds store K/V block 0's parts
-  // instead (bwd_dq_writer), so only the blocks no K/V block adds to need zeros (causal rows
-  // that see no key: their dQ is 0).
-  if (!p.ordered_adds || bwd_adders<Tr>(p, m_block) == 0) {
+  // The dQ accumulator: each query block's first writer stores its parts (bwd_dq_writer), so
+  // only the blocks no K/V block adds to need zeros (causal rows that see no key: their dQ
+  // is 0).
+  if ((!p.ordered_adds && !Tr::kFirstStore) || bwd_adders<Tr>(p, m_block) == 0) {
     float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
                                                             m_block * Tr::kBlockM) * Tr::kHeadDim);
 #pragma unroll 8
     for (int i = threadIdx.x; i < Tr::kBlockM * Tr::kHeadDim / 4; i += kBwdAuxThreads)
       accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
-  if (p.ordered_adds && threadIdx.x == 0) p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
+  if ((p.ordered_adds || Tr::kFirstStore) && threadIdx.x == 0)
+    p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
   // _pt: the main kernel's tile counter.
   if (Tr::kPersistent && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
     *p.tile_counter = 0;

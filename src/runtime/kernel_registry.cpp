@@ -179,6 +179,11 @@ std::vector<NamePart> explain_bwd_kernel_name(const std::string& name) {
                                      "its own share of them"
                                    : "each CTA walks the query blocks from its first",
                    false});
+  parts.push_back({c->first_store ? "fs" : "", "first_store", c->first_store ? "true" : "false",
+                   c->first_store ? "the CTA that reaches a query block first stores its dQ "
+                                    "parts (a ticket), the others add after it"
+                                  : "every CTA adds its dQ parts onto a zeroed accumulator",
+                   false});
   parts.push_back({c->producer_regs_32 ? "p32" : "", "producer_regs",
                    std::to_string(c->producer_regs()),
                    c->producer_regs_32 ? "setmaxnreg 32 / 232 (producer / consumers)"
@@ -203,6 +208,7 @@ std::string bwd_kernel_name(const BwdConfig& c) {
   for (const char* token : {spelling(c.kv_split).token, spelling(c.dq_split).token})
     if (*token) s += std::string("_") + token;
   if (c.rotated_walk) s += "_rw";
+  if (c.first_store) s += "_fs";
   if (c.producer_regs_32) s += "_p32";
   if (c.persistent) s += "_pt";
   if (c.causal) s += "_causal";

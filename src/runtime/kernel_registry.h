@@ -93,8 +93,8 @@ std::string bwd_kernel_name(const BwdConfig& c);
 const char* bwd_kv_split_word(KvSplit s);
 const char* bwd_dq_split_word(DqSplit s);
 // A backward name's parts, as explain_fwd_kernel_name's: the direction, the dtype, the numbers,
-// then kv_split, dq_split, rotated_walk, producer_regs, persistent and causal (with an empty
-// spelling at their defaults). Empty for a name that does not parse.
+// then kv_split, dq_split, rotated_walk, first_store, producer_regs, persistent and causal
+// (with an empty spelling at their defaults). Empty for a name that does not parse.
 std::vector<NamePart> explain_bwd_kernel_name(const std::string& name);
 
 // A kernel with the row sums by the PV GEMM (FwdConfig::row_sum_mma) serves calls without an

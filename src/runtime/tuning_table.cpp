@@ -677,6 +677,7 @@ Json bwd_config_json(const BwdConfig& c) {
               {"kv_split", bwd_kv_split_word(c.kv_split)},
               {"dq_split", bwd_dq_split_word(c.dq_split)},
               {"rotated_walk", c.rotated_walk},
+              {"first_store", c.first_store},
               {"persistent", c.persistent},
               {"causal", c.causal}};
 }

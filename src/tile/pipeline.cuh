@@ -70,6 +70,23 @@ __device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int3
 #endif
 }
 
+// Waits until the global counter has all of `bits` set (acquire, GPU scope, as above).
+__device__ __forceinline__ void wait_counter_bits(const int32_t* counter, int32_t bits) {
+#if FA3_DEBUG_HANG
+  const long long start = clock64();
+  while ((ptx::ld_acquire_gpu(counter) & bits) != bits) {
+    if (clock64() - start > (1ll << 34)) {
+      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for bits %x)\n",
+             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, bits);
+      __trap();
+    }
+  }
+#else
+  while ((ptx::ld_acquire_gpu(counter) & bits) != bits) {
+  }
+#endif
+}
+
 __device__ __forceinline__ void mbarrier_wait_idle(uint32_t bar, uint32_t parity) {
   mbarrier_wait(bar, parity, kIdleSuspendNs);
 }
