@@ -37,10 +37,11 @@
 // a query block first (a ticket: the block's counter in the workspace) stores its dQ parts
 // and the others add once that store is complete, so the preprocess zeroes only the
 // accumulator blocks no CTA reaches instead of all of it (134 MB at every size of the
-// paper's grid; d128 and d256 causal +1-8%, d64 non-causal +1-4% on an H200, v37). Where a
-// pair's CTAs walk the query blocks in step (non-causal without _rw) they reach each block
-// together and all but one would wait for its store (d128 and d256 non-causal lost 1-5%).
-// At d64 causal _pt it lost 2-3% from 8k (and its clean form spills): not taken there.
+// paper's grid): d128 and d256 causal and d64 _rw +2-9% at 1k-2k, +1-4% at 4k, level from 8k
+// (an H200, v37). Where a pair's CTAs walk the query blocks in step (non-causal without _rw)
+// they reach each block together and all but one would wait for its store (d128 and d256
+// non-causal lost up to 5%); at d64 causal _pt it did not pay (0.97-1.02), and ptxas spills
+// in that kernel's consumers with it.
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).

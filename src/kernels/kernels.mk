@@ -178,7 +178,7 @@ BWD_PRODUCTION_KERNELS := \
 # per tile; the persistent _pt is 1-3% faster from 1k to 4k, v34a) and d64 non-causal with
 # _pt (3-8% slower than a CTA per tile, v34a); d128 non-causal _dqt with a CTA per tile (the
 # persistent _dqt_pt is 1% faster from 1k to 8k, v36c); the production picks without _fs (their
-# dQ accumulator zeroed by the preprocess; _fs is 1-8% faster, v37).
+# dQ accumulator zeroed by the preprocess; _fs is 2-9% faster at 1k-2k, level from 8k, v37).
 BWD_LAB_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_pt_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal \
