@@ -4,7 +4,8 @@
 // the deterministic mode orders the dQ reduce-adds of the K/V blocks of a query block with
 // one counter per (query block, head, batch) in the workspace: a CTA waits until the counter
 // says it is its turn, adds, waits for the add to complete, then increments the counter. The
-// default mode's first store: the same counter as a ticket (atom) and a ready bit (red.or).
+// default mode's first store (_fs): the same counter as a ticket (atom) and, once the first
+// CTA's store is complete, a ready bit (red).
 #pragma once
 
 #include <stdint.h>
@@ -32,8 +33,8 @@ __device__ __forceinline__ void red_add_release_gpu(int32_t* addr, int32_t value
 }
 
 // Adds to a counter and returns its old value, with acquire semantics at GPU scope: when the
-// old value holds what a red_or_release_gpu set, what that thread released is visible after.
-// The backward's first-store tickets (one per query block and CTA step).
+// old value holds what a red_add_release_gpu added, what that thread released before it is
+// visible after. The backward's first-store tickets (one per query block and CTA step).
 __device__ __forceinline__ int32_t atom_add_acquire_gpu(int32_t* addr, int32_t value) {
   int32_t old;
   asm volatile("atom.acquire.gpu.global.add.s32 %0, [%1], %2;\n"
@@ -41,13 +42,6 @@ __device__ __forceinline__ int32_t atom_add_acquire_gpu(int32_t* addr, int32_t v
                : "l"(reinterpret_cast<uint64_t>(addr)), "r"(value)
                : "memory");
   return old;
-}
-
-// Sets bits of a counter with release semantics at GPU scope (no value returned).
-__device__ __forceinline__ void red_or_release_gpu(int32_t* addr, int32_t bits) {
-  asm volatile("red.release.gpu.global.or.b32 [%0], %1;\n" ::"l"(reinterpret_cast<uint64_t>(addr)),
-               "r"(bits)
-               : "memory");
 }
 
 }  // namespace fa3::ptx

@@ -28,7 +28,8 @@
 //                         buffers of its own, or with _dqt in the dS^T stages;
 //                         bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
-// LSE in log2 units, the dQ accumulator blocks no CTA writes and the semaphores zeroed;
+// LSE in log2 units, the dQ accumulator (where a first writer stores: the blocks no CTA writes)
+// and the semaphores zeroed;
 // line 2) and _post (dQ scaled and converted; line 38).
 #pragma once
 
@@ -422,11 +423,8 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
 // block's adds wait until the K/V blocks before this one have made theirs (a counter per
 // (batch, head, query block) that each CTA raises once its adds are complete), K/V block 0
 // stores rather than adds, and the pieces go in order, so every dQ element is summed in one
-// order. Otherwise the same counter is a ticket: the CTA that reaches a query block first
-// (the old value's count 0) stores its pieces and then sets kDqReady; the others add once
-// kDqReady is set. Either way the preprocess zeroes only the accumulator blocks no CTA
-// reaches, instead of writing all of it (134 MB at every size of the paper's grid) for the
-// main kernel's first adds to read back.
+// order. Otherwise every add goes onto the accumulator the preprocess zeroed. (_fs kernels
+// store a query block's first parts in the default mode too: bwd_dq_writer.)
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
@@ -527,13 +525,14 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
 }
 
 constexpr int32_t kDqReady = 1 << 30;  // the first store of a query block is complete
-// The default mode of _fs kernels (Tr::kFirstStore: causal or _rw, whose walks are staggered): the
-// query block's counter is a ticket (the old value's count 0: this CTA reaches the block
-// first), the first writer stores its pieces and then raises kDqReady, the others add once
-// kDqReady is set, and the preprocess zeroes only the accumulator blocks no CTA reaches. Where
-// the CTAs of a pair walk the query blocks in step they all reach a block at once and all but
-// one would wait for its store (an H200 A/B: -1..-5% at d128 and d256 non-causal), so those
-// kernels, and ordered adds, add onto a zeroed accumulator (bwd_dq_adder).
+// Line 33 in the default mode of _fs kernels (Tr::kFirstStore: causal or _rw, whose walks are
+// staggered): the query block's counter is a ticket (the old value's count 0: this CTA reaches
+// the block first), the first writer stores its pieces and then raises kDqReady, the others
+// add once kDqReady is set, and the preprocess zeroes only the accumulator blocks no CTA
+// reaches instead of all of it (134 MB at every size of the paper's grid, for the first adds
+// to read back). Where a pair's CTAs walk the query blocks in step they reach each block at
+// once and all but one would wait for its store (an H200 A/B: up to -5.5% at d128 and d256
+// non-causal), so those kernels, and ordered adds, add as before (bwd_dq_adder).
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
@@ -1242,12 +1241,12 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
-// zeroed only where no K/V block adds (the first writer stores), the query block's
-// counter reset and (_pt) the tile counter. head_dim / 8 threads a row, 8 elements each
-// (16-byte loads where O and dO allow them), the loads of 8 rows a thread issued before their
-// first sum: with a warp a row, 4-byte loads and a row at a time, the kernel took 78 us at
-// d128 causal 1k against the public FA3's 65 (now 67); 16 rows a thread at d256 took 168
-// registers and 76 us (8 rows: 71 us, the public FA3 67).
+// zeroed (ordered adds and _fs: only where no K/V block adds, the first writer stores), the
+// query block's counter reset (ordered adds and _fs) and (_pt) the tile counter. head_dim / 8
+// threads a row, 8 elements each (16-byte loads where O and dO allow them), the loads of 8
+// rows a thread issued before their first sum: with a warp a row, 4-byte loads and a row at a
+// time, the kernel took 78 us at d128 causal 1k against the public FA3's 65 (now 67); 16 rows
+// a thread at d256 took 168 registers and 76 us (8 rows: 71 us, the public FA3 67).
 template <class C>
 __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   using Tr = BwdTraits<C>;
@@ -1317,9 +1316,9 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       }
     }
   }
-  // The dQ accumulator: each query block's first writer stores its parts (bwd_dq_writer), so
-  // only the blocks no K/V block adds to need zeros (causal rows that see no key: their dQ
-  // is 0).
+  // The dQ accumulator zeroed for the adds; where a query block's first writer stores its
+  // parts instead (ordered adds, _fs: bwd_dq_writer) only the blocks no K/V block adds to
+  // need zeros (causal rows that see no key: their dQ is 0).
   if ((!p.ordered_adds && !Tr::kFirstStore) || bwd_adders<Tr>(p, m_block) == 0) {
     float4* accum = reinterpret_cast<float4*>(p.dq_accum + (bh * p.seqlen_q_rounded +
                                                             m_block * Tr::kBlockM) * Tr::kHeadDim);
