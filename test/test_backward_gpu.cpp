@@ -951,9 +951,10 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
     if (c.deterministic) options.workspace = Workspace::Caller;
     check_outcome(runner.run(c, seed++, options));
   }
-  // The _dqt_pt kernels (80-row query blocks; the table's d128 non-causal pick from 1024 query
-  // rows) by name on a small shape with tails in both sequences, default and deterministic,
-  // then on 192 tiles (CTAs walk several, dV_j staged in the dS^T stages between them).
+  // The _dqt_rw_fs_pt kernels (80-row query blocks, rotated walks, first stores; the table's
+  // d128 non-causal pick from 1024 query rows) by name on a small shape with tails in both
+  // sequences, default and deterministic, then on 192 tiles (CTAs walk several, dV_j staged in
+  // the dS^T stages between them).
   Case t;
   t.bf16 = true; t.head_dim = 128; t.seqlen_q = 90; t.seqlen_k = 150; t.heads = 2; t.heads_kv = 1;
   for (const bool deterministic : {false, true}) {
@@ -961,7 +962,8 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
     t.deterministic = deterministic;
     INFO(t.describe());
     RunOptions named;
-    named.kernel = deterministic ? "fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_pt" : "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt";
+    named.kernel = deterministic ? "fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_rw_fs_pt"
+                                 : "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt";
     if (deterministic) named.workspace = Workspace::Caller;
     check_outcome(runner.run(t, seed++, named));
   }
@@ -969,6 +971,6 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   t.heads_kv = 64;
   INFO(t.describe());
   RunOptions many;
-  many.kernel = "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt";
+  many.kernel = "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt";
   check_outcome(runner.run(t, seed++, many));
 }
