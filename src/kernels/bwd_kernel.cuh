@@ -415,6 +415,20 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
 }
 
+// Floats from a query block's start in the dQ accumulator to step piece `piece` (the ring
+// takes every warpgroup's first piece, then every second one; _dqt: warpgroup wg's dQ_i^T
+// piece, its 64 head-dim rows x block_m, is the block's wg-th run of 64 block_m floats,
+// DqAccumLayout::transposed_float_index).
+template <class Tr>
+__device__ __forceinline__ int64_t bwd_dq_piece_offset(int piece) {
+  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
+  const int wg = piece % Tr::kConsumers, c = piece / Tr::kConsumers;
+  const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
+  const int col0 = Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
+  return Tr::kDqTransposed ? DqAccumLayout::transposed_part_offset(wg, Tr::kBlockM)
+                           : kLayout.part_offset(row0, col0);
+}
+
 // Line 33: each step's dQ_i pieces (bwd_config.h, dq_pieces: one per consumer warpgroup, or
 // _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
 // accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
@@ -428,7 +442,6 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
-  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
   static_assert(Tr::kDqSlots >= 2, "the ring frees a buffer after the next piece's add is issued");
   // The accumulator's lines stay in L2 for the next K/V blocks' adds.
   const uint64_t policy = ptx::l2_policy_evict_last();
@@ -464,15 +477,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       // The key split's parts add to the same floats: ordered, the second waits until the
       // first is complete (the order of two bulk operations in flight is not).
       if (!Tr::kSharedDs && piece > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
-      // The ring takes every warpgroup's first piece, then every second one.
-      const int wg = piece % Tr::kConsumers, c = piece / Tr::kConsumers;
-      const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
-      const int col0 =
-          Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
-      // _dqt: warpgroup wg's dQ_i^T piece (its 64 head-dim rows x block_m) is the block's
-      // wg-th run of 64 block_m floats (DqAccumLayout::transposed_float_index).
-      float* part = block + (Tr::kDqTransposed ? DqAccumLayout::transposed_part_offset(wg, Tr::kBlockM)
-                                               : kLayout.part_offset(row0, col0));
+      float* part = block + bwd_dq_piece_offset<Tr>(piece);
       // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
       // key split's second part still adds onto the first), so the preprocess need not zero
       // the accumulator.
@@ -540,7 +545,6 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     bwd_dq_adder<Tr>(p, sm, w, carry);
     return;
   }
-  constexpr DqAccumLayout kLayout{Tr::kHeadDim};
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
@@ -575,12 +579,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
       // The key split's second part adds onto the first's store once that is complete.
       if (!Tr::kSharedDs && piece > 0 && first) ptx::bulk_wait_group<0>();
-      const int wg = piece % Tr::kConsumers, c = piece / Tr::kConsumers;
-      const int row0 = Tr::kDqSplit == DqSplit::Queries ? Tr::kDqRows * wg : 0;
-      const int col0 =
-          Tr::kDqSplit == DqSplit::HeadDim ? Tr::kDqCols * wg + Tr::kDqPieceCols * c : 0;
-      float* part = block + (Tr::kDqTransposed ? DqAccumLayout::transposed_part_offset(wg, Tr::kBlockM)
-                                               : kLayout.part_offset(row0, col0));
+      float* part = block + bwd_dq_piece_offset<Tr>(piece);
       if (first && (Tr::kSharedDs || piece == 0))
         ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
       else
