@@ -429,6 +429,41 @@ __device__ __forceinline__ int64_t bwd_dq_piece_offset(int piece) {
                            : kLayout.part_offset(row0, col0);
 }
 
+// One dQ piece, staged in buffer `slot`, into the accumulator at `part`: stored (a query
+// block's first writer) or added, one bulk operation (one thread).
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_write_piece(const BwdSmem<Tr>& sm, float* part, int slot,
+                                                   bool store, uint64_t policy) {
+  if (store)
+    ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
+  else
+    ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
+  ptx::bulk_commit_group();
+}
+
+// The ring (_kvt): after piece `piece`'s bulk operation is issued, the last piece's buffer is
+// freed once its own has read it; `slot` becomes the last.
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_ring_free_last(const BwdSmem<Tr>& sm, int piece, int slot,
+                                                      int* last_slot) {
+  if (piece > 0) {
+    ptx::bulk_wait_group_read<1>();
+    ptx::mbarrier_arrive(sm.dq_empty_bar(*last_slot));
+  }
+  *last_slot = slot;
+}
+
+// A buffer per piece (two): each buffer is freed once its own bulk operation has read it, so
+// that the first warpgroup need not wait for the second's (its wait for the free buffer was
+// 2.5% of the samples).
+template <class Tr>
+__device__ __forceinline__ void bwd_dq_free_after_reads(const BwdSmem<Tr>& sm) {
+  ptx::bulk_wait_group_read<1>();
+  ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+  ptx::bulk_wait_group_read<0>();
+  ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+}
+
 // Line 33: each step's dQ_i pieces (bwd_config.h, dq_pieces: one per consumer warpgroup, or
 // _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
 // accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
@@ -481,20 +516,11 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
       // key split's second part still adds onto the first), so the preprocess need not zero
       // the accumulator.
-      if (p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || piece == 0))
-        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
-      else
-        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
-      ptx::bulk_commit_group();
-      if constexpr (kRing) {
-        // The ring's buffers come back within the step: the last piece's once its add has
-        // read it, after this piece's add is issued.
-        if (piece > 0) {
-          ptx::bulk_wait_group_read<1>();
-          ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
-        }
-        last_slot = slot;
-      }
+      bwd_dq_write_piece<Tr>(sm, part, slot,
+                             p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || piece == 0), policy);
+      // The ring's buffers come back within the step: the last piece's once its add has read
+      // it, after this piece's add is issued.
+      if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // Ordered: the adds must be complete in global memory, not only have read shared memory,
     // before the next K/V block's CTA may add.
@@ -516,12 +542,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
         ptx::mbarrier_arrive(sm.dq_empty_bar(0));
         ptx::mbarrier_arrive(sm.dq_empty_bar(1));
       } else {
-        // Each buffer is freed once its own add has read it: the first warpgroup need not wait
-        // for the second's add (its wait for the free buffer was 2.5% of the samples).
-        ptx::bulk_wait_group_read<1>();
-        ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-        ptx::bulk_wait_group_read<0>();
-        ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+        bwd_dq_free_after_reads<Tr>(sm);
       }
     }
   }
@@ -580,18 +601,8 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       // The key split's second part adds onto the first's store once that is complete.
       if (!Tr::kSharedDs && piece > 0 && first) ptx::bulk_wait_group<0>();
       float* part = block + bwd_dq_piece_offset<Tr>(piece);
-      if (first && (Tr::kSharedDs || piece == 0))
-        ptx::bulk_copy_shared_to_global_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
-      else
-        ptx::bulk_reduce_add_f32_hinted(part, sm.dq_part(slot), Tr::DqStaging::kBytes, policy);
-      ptx::bulk_commit_group();
-      if constexpr (kRing) {
-        if (piece > 0) {
-          ptx::bulk_wait_group_read<1>();
-          ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
-        }
-        last_slot = slot;
-      }
+      bwd_dq_write_piece<Tr>(sm, part, slot, first && (Tr::kSharedDs || piece == 0), policy);
+      if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // The first store complete in global memory before any other CTA adds (the tickets never
     // reach kDqReady). The buffers then freed as by bwd_dq_adder's ordered adds.
@@ -609,10 +620,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       ptx::mbarrier_arrive(sm.dq_empty_bar(0));
       ptx::mbarrier_arrive(sm.dq_empty_bar(1));
     } else {
-      ptx::bulk_wait_group_read<1>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-      ptx::bulk_wait_group_read<0>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+      bwd_dq_free_after_reads<Tr>(sm);
     }
   }
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
