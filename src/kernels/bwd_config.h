@@ -40,9 +40,9 @@
 // paper's grid): d128 and d256 causal and d64 _rw +2-9% at 1k-2k, +1-4% at 4k, level from 8k
 // (an H200, v37). Where a pair's CTAs walk the query blocks in step (non-causal without _rw)
 // they reach each block together and all but one would wait for its store (d128 and d256
-// non-causal lost up to 5%); with _rw at d128 (_dqt_rw_fs_pt, whose _rw alone lost ~1%) it is
-// +1-5% to 4k (v37e). At d64 causal _pt it did not pay (0.97-1.02), and ptxas spills in that
-// kernel's consumers with it.
+// non-causal lost up to 5%); with _rw there (whose walk alone lost ~1% at d128) it is +1-5% to
+// 4k (_dqt_rw_fs_pt, _kvt_dqh_rw_fs: v37e, v37f). At d64 causal _pt it did not pay
+// (0.97-1.02), and ptxas spills in that kernel's consumers with it.
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).

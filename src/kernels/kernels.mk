@@ -152,7 +152,8 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # and mask, and for d128 two: non-causal 64-row query blocks below 1024 query rows, _dqt's
 # 80-row blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from there; causal the persistent _pt below 8192 query rows,
 # _p32 (a CTA a tile) from there (docs/perf-history.md v36); _fs (a query block's first dQ
-# writer stores, the others add) where it pays: causal d128 and d256, _rw d64 (v37). All in
+# writer stores, the others add) where it pays: causal d128 and d256, with _rw every
+# non-causal pick from 1024 query rows (v37). All in
 # the production set, each a built-in tuning table bwd pick (test_registry.cpp checks that
 # every bwd pick is here and every kernel here a pick; a backward call whose table has no bwd
 # entry for its key runs the first that fits). Each cubin also holds the call's preprocess
@@ -164,8 +165,8 @@ BWD_PRODUCTION_KERNELS := \
   fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal \
-  fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal \
-  fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal
+  fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_rw_fs fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal \
+  fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_rw_fs fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal
 
 # Backward variants explored and kept for the lab build: the key split of dQ (each consumer
 # warpgroup adds its own dQ_i over its 64 keys: two fp32 parts a step, v26a/b in
@@ -179,13 +180,14 @@ BWD_PRODUCTION_KERNELS := \
 # _pt (3-8% slower than a CTA per tile, v34a); d128 non-causal _dqt with a CTA per tile (the
 # persistent _dqt_pt is 1% faster from 1k to 8k, v36c); the production picks without _fs (their
 # dQ accumulator zeroed by the preprocess; _fs is 2-9% faster at 1k-2k, level from 8k, v37),
-# and d128 non-causal _dqt_pt without _rw_fs (_dqt_rw_fs_pt is 1-5% faster to 4k, v37e).
+# and d128 and d256 non-causal without _rw_fs (_rw_fs is 1-5% faster to 4k, v37e, v37f).
 BWD_LAB_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_pt_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal \
   fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_causal fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_causal \
   fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_pt fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_pt \
+  fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_causal fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_causal \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_pt fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt \
