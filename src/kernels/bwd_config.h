@@ -60,8 +60,8 @@
 // 1k to 4k, v34), d128 causal below 8192 query rows and d128 non-causal from 1024 (+1%, v36);
 // d64 non-causal it is 3-8% slower (docs/perf-history.md v34).
 // A cubin holds three kernels: the name's (the main loop), and
-// <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed) and <name>_post (dQ to the
-// dtype, scaled).
+// <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)
+// and <name>_post (dQ to the dtype, scaled).
 #pragma once
 
 #include <stdint.h>

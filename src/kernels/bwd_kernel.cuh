@@ -429,6 +429,21 @@ __device__ __forceinline__ int64_t bwd_dq_piece_offset(int piece) {
                            : kLayout.part_offset(row0, col0);
 }
 
+// Waits until piece `piece` of the writer's step t is staged and returns its buffer: with a
+// buffer per piece, piece p's buffer is p and its phase that of the step (dq_fills: the steps
+// before the writer's first), both known where the loop unrolls (an A/B of ring counters
+// there: -1% at d64 causal 2k-16k); _kvt's ring takes the pieces in order.
+template <class Tr>
+__device__ __forceinline__ int bwd_dq_wait_piece(const BwdSmem<Tr>& sm, int t, int piece,
+                                                 uint32_t dq_fills) {
+  constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
+  const typename BwdSmem<Tr>::DqRingPosition at_ring =
+      kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
+            : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
+  tile::mbarrier_wait(sm.dq_full_bar(at_ring.slot), at_ring.phase);
+  return at_ring.slot;
+}
+
 // One dQ piece, staged in buffer `slot`, into the accumulator at `part`: stored (a query
 // block's first writer) or added, one bulk operation (one thread).
 template <class Tr>
@@ -482,8 +497,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
-  // With a buffer per piece, piece p's buffer is p and its phase that of the step, both
-  // known where the loop unrolls (an A/B of ring counters there: -1% at d64 causal 2k-16k).
+  // A ring of buffers (_kvt) or a buffer per piece (bwd_dq_wait_piece).
   constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
   static_assert(!(kRing && Tr::kPersistent), "_pt: a buffer per piece");
   // The parts come on dq_full a step each (a tile's dK_j and dV_j on dkv_full: bwd_dkv_storer).
@@ -504,11 +518,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
     int last_slot = 0;
 #pragma unroll
     for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
-      const typename BwdSmem<Tr>::DqRingPosition at_ring =
-          kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
-                : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
-      const int slot = at_ring.slot;
-      tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
+      const int slot = bwd_dq_wait_piece<Tr>(sm, t, piece, dq_fills);
       // The key split's parts add to the same floats: ordered, the second waits until the
       // first is complete (the order of two bulk operations in flight is not).
       if (!Tr::kSharedDs && piece > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
@@ -593,11 +603,7 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     int last_slot = 0;
 #pragma unroll
     for (int piece = 0; piece < Tr::kDqPieces; ++piece) {
-      const typename BwdSmem<Tr>::DqRingPosition at_ring =
-          kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
-                : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
-      const int slot = at_ring.slot;
-      tile::mbarrier_wait(sm.dq_full_bar(slot), at_ring.phase);
+      const int slot = bwd_dq_wait_piece<Tr>(sm, t, piece, dq_fills);
       // The key split's second part adds onto the first's store once that is complete.
       if (!Tr::kSharedDs && piece > 0 && first) ptx::bulk_wait_group<0>();
       float* part = block + bwd_dq_piece_offset<Tr>(piece);
