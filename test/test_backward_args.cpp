@@ -1226,11 +1226,18 @@ TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized
   CHECK(fa3::backward_l2_section(c, prob) == 2);
 }
 
-TEST_CASE("backward: small causal calls take the deterministic mode's ordered dQ adds",
+TEST_CASE("backward: small causal calls of kernels without first stores take the deterministic "
+          "mode's ordered dQ adds",
           "[cpu][api]") {
   fa3::BackwardProblem prob = d128_problem(32, 512);
   fa3::BwdConfig c = d128_config(true);
   CHECK(fa3::backward_ordered_adds(c, prob));
+  c.first_store = true;  // _fs: the default mode zeroes no accumulator either
+  CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
+  prob.deterministic = true;
+  CHECK(fa3::backward_ordered_adds(c, prob));
+  prob.deterministic = false;
+  c.first_store = false;
   prob.seqlen_k = 513;  // both lengths at most 512
   CHECK_FALSE(fa3::backward_ordered_adds(c, prob));
   prob.seqlen_k = 512;
@@ -1256,8 +1263,9 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
           "[cpu][api][runtime]") {
   FakeHandle fh;
   // Args: batch 2 x 2 K/V heads = 4 pairs of 4 query heads x 100 rows (0.4 MB each): one
-  // section of all 4 for causal or deterministic calls, none for the others; and (100
-  // queries, 300 keys) the ordered adds for causal calls, deterministic or not.
+  // section of all 4 for causal or deterministic calls, none for the others; and the ordered
+  // adds for deterministic calls only (the d128 causal pick has first stores: small causal
+  // calls keep the unordered ones).
   for (int causal : {0, 1})
     for (int deterministic : {0, 1}) {
       Args a;
@@ -1267,7 +1275,7 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
       REQUIRE(a.run(fh.h) == FA3_OK);
       const fa3::BwdParams p = last_params();
       CHECK(p.l2_section == (causal || deterministic ? 4 : 1));
-      CHECK(p.ordered_adds == (causal || deterministic ? 1 : 0));
+      CHECK(p.ordered_adds == (deterministic ? 1 : 0));
     }
   // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
   // tensors (0.5 TB each) 1 TB apart.

@@ -22,13 +22,16 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
 }  // namespace
 
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
-  // Causal calls up to 512 queries and keys (1024 at head dim 64) take the deterministic
-  // mode's ordered dQ adds even when not asked to: there K/V block 0's stored first parts (no
-  // zeroed accumulator to write and read back) save more than the order costs (det/default on
-  // an H100 after v26z: 1.05-1.12 at 512 causal; at 1k d64 1.05, d128 0.98, d256 0.92).
+  // Causal calls up to 512 queries and keys (1024 at head dim 64) of a kernel without first
+  // stores (_fs) take the deterministic mode's ordered dQ adds even when not asked to: there
+  // K/V block 0's stored first parts (no zeroed accumulator to write and read back) save more
+  // than the order costs (det/default on an H100 after v26z: 1.05-1.12 at 512 causal; at 1k
+  // d64 1.05, d128 0.98, d256 0.92). A kernel with first stores zeroes no accumulator in its
+  // default mode either, and the order only costs there (unordered / ordered on an H200, v38:
+  // d128 and d256 causal 1.035-1.045 at 256, 1.071-1.076 at 512).
   const int64_t longest = c.head_dim == 64 ? 1024 : 512;
-  return prob.deterministic ||
-         (c.causal && prob.seqlen_q <= longest && prob.seqlen_k <= longest);
+  return prob.deterministic || (c.causal && !c.first_store && prob.seqlen_q <= longest &&
+                                prob.seqlen_k <= longest);
 }
 
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
