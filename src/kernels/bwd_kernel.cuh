@@ -479,6 +479,36 @@ __device__ __forceinline__ void bwd_dq_free_after_reads(const BwdSmem<Tr>& sm) {
   ptx::mbarrier_arrive(sm.dq_empty_bar(1));
 }
 
+// The end of a dQ writer's step. Where other CTAs wait on the query block's counter (ordered
+// adds; a first store), the step's bulk operations must be complete in global memory, not only
+// have read shared memory, before `increment` is released on it; the buffers are then freed at
+// once (freed after their reads instead, the deterministic mode lost 4-5% at d128 from 4k: an
+// H100, v27c). Otherwise the ring's last buffer (kRing) or each buffer is freed once read.
+template <class Tr, bool kRing>
+__device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publish,
+                                                int32_t* counter, int32_t increment,
+                                                int last_slot) {
+  auto publish_step = [&] {
+    ptx::bulk_wait_group<0>();
+    ptx::fence_proxy_async_global();
+    ptx::red_add_release_gpu(counter, increment);
+  };
+  if constexpr (kRing) {
+    if (publish) publish_step();
+    ptx::bulk_wait_group_read<0>();
+    ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
+  } else {
+    static_assert(Tr::kDqSlots == 2, "the buffers are freed one by one below");
+    if (publish) {
+      publish_step();
+      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
+      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
+    } else {
+      bwd_dq_free_after_reads<Tr>(sm);
+    }
+  }
+}
+
 // Line 33: each step's dQ_i pieces (bwd_config.h, dq_pieces: one per consumer warpgroup, or
 // _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
 // accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
@@ -532,29 +562,8 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       // it, after this piece's add is issued.
       if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
-    // Ordered: the adds must be complete in global memory, not only have read shared memory,
-    // before the next K/V block's CTA may add.
-    auto publish_adds = [&] {
-      ptx::bulk_wait_group<0>();
-      ptx::fence_proxy_async_global();
-      ptx::red_add_release_gpu(semaphore, 1);
-    };
-    if constexpr (kRing) {
-      if (p.ordered_adds) publish_adds();
-      ptx::bulk_wait_group_read<0>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
-    } else {
-      static_assert(Tr::kDqSlots == 2, "the buffers are freed one by one below");
-      if (p.ordered_adds) {
-        // Freed once the adds are complete: freed after their reads instead, the deterministic
-        // mode lost 4-5% at d128 from 4k (an H100; v27c).
-        publish_adds();
-        ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-        ptx::mbarrier_arrive(sm.dq_empty_bar(1));
-      } else {
-        bwd_dq_free_after_reads<Tr>(sm);
-      }
-    }
+    // Ordered: the next K/V block's CTA adds once this one's adds are complete.
+    bwd_dq_end_step<Tr, kRing>(sm, p.ordered_adds, semaphore, 1, last_slot);
   }
   // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
@@ -611,23 +620,8 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // The first store complete in global memory before any other CTA adds (the tickets never
-    // reach kDqReady). The buffers then freed as by bwd_dq_adder's ordered adds.
-    auto publish_store = [&] {
-      ptx::bulk_wait_group<0>();
-      ptx::fence_proxy_async_global();
-      ptx::red_add_release_gpu(p.dq_semaphore + counter, kDqReady);
-    };
-    if constexpr (kRing) {
-      if (first) publish_store();
-      ptx::bulk_wait_group_read<0>();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
-    } else if (first) {
-      publish_store();
-      ptx::mbarrier_arrive(sm.dq_empty_bar(0));
-      ptx::mbarrier_arrive(sm.dq_empty_bar(1));
-    } else {
-      bwd_dq_free_after_reads<Tr>(sm);
-    }
+    // reach kDqReady).
+    bwd_dq_end_step<Tr, kRing>(sm, first, p.dq_semaphore + counter, kDqReady, last_slot);
   }
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
 }
