@@ -51,40 +51,35 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
 #endif
 }
 
-// Waits until the global counter reads `value` (acquire, GPU scope: what its writer released
-// before raising it is visible after). The backward's deterministic dQ order. Debug builds
-// give up after ~2^34 cycles with a message and a trap.
-__device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int32_t value) {
+// Waits until the global counter's bits under `mask` read `value` (acquire, GPU scope: what
+// its writer released before raising it is visible after). Debug builds give up after ~2^34
+// cycles with a message and a trap.
+__device__ __forceinline__ void wait_counter_masked(const int32_t* counter, int32_t mask,
+                                                    int32_t value) {
 #if FA3_DEBUG_HANG
   const long long start = clock64();
-  while (ptx::ld_acquire_gpu(counter) != value) {
+  while ((ptx::ld_acquire_gpu(counter) & mask) != value) {
     if (clock64() - start > (1ll << 34)) {
-      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %d)\n",
-             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, value);
+      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %x under "
+             "mask %x)\n",
+             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, value, mask);
       __trap();
     }
   }
 #else
-  while (ptx::ld_acquire_gpu(counter) != value) {
+  while ((ptx::ld_acquire_gpu(counter) & mask) != value) {
   }
 #endif
 }
 
-// Waits until the global counter has all of `bits` set (acquire, GPU scope, as above).
+// Until the counter reads `value`: the backward's deterministic dQ order.
+__device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int32_t value) {
+  wait_counter_masked(counter, ~0, value);
+}
+
+// Until the counter has all of `bits` set: the first store's ready bit (_fs).
 __device__ __forceinline__ void wait_counter_bits(const int32_t* counter, int32_t bits) {
-#if FA3_DEBUG_HANG
-  const long long start = clock64();
-  while ((ptx::ld_acquire_gpu(counter) & bits) != bits) {
-    if (clock64() - start > (1ll << 34)) {
-      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for bits %x)\n",
-             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, bits);
-      __trap();
-    }
-  }
-#else
-  while ((ptx::ld_acquire_gpu(counter) & bits) != bits) {
-  }
-#endif
+  wait_counter_masked(counter, bits, bits);
 }
 
 __device__ __forceinline__ void mbarrier_wait_idle(uint32_t bar, uint32_t parity) {
