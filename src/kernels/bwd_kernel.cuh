@@ -513,8 +513,8 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
 // _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
 // accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
 // staged; a buffer is freed once the add that follows it is issued and its own has read it.
-// Ordered (BwdParams::ordered_adds: the deterministic mode, small causal calls): a query
-// block's adds wait until the K/V blocks before this one have made theirs (a counter per
+// Ordered (BwdParams::ordered_adds: the deterministic mode; small causal calls without _fs): a
+// query block's adds wait until the K/V blocks before this one have made theirs (a counter per
 // (batch, head, query block) that each CTA raises once its adds are complete), K/V block 0
 // stores rather than adds, and the pieces go in order, so every dQ element is summed in one
 // order. Otherwise every add goes onto the accumulator the preprocess zeroed. (_fs kernels
