@@ -66,10 +66,16 @@ $(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.d
 	  || { cat $@.log; rm -f $@; exit 1; }
 	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 
+# 1 where a backward kernel's cubin has the <name>_lf entry (BwdConfig::causal_last_first:
+# causal, no _kvt, block_m == block_n), else 0; bwd.cu asserts that the two agree.
+bwd_last_first = $(if $(and $(findstring _causal,$1),$(if $(findstring _kvt_,$1),,1),$(shell \
+  echo '$1' | grep -Eq '_m([0-9]+)_n\1_' && echo 1)),1,0)
+
 $(CUBIN_DIR)/fa3_bwd_%.cubin: src/kernels/bwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
-	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_bwd_$* -o $@ $< > $@.log 2>&1 \
+	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_bwd_$* \
+	  -DFA3_BWD_LAST_FIRST=$(call bwd_last_first,$*) -o $@ $< > $@.log 2>&1 \
 	  || { cat $@.log; rm -f $@; exit 1; }
 	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 

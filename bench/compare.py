@@ -23,7 +23,7 @@ retain_graph=True) for the autograd-based systems (fa3-public, cudnn, flash); fw
 each timed call. TFLOPS: the forward's count times 2.5 (bwd) or 3.5 (fwdbwd), the paper's.
 Gradients are checked against the float32 SDPA reference as outputs are. fa3-lse and (while
 its library has no backward) fa3-prev are forward-only; fa3-det is fa3's deterministic
-backward (--direction bwd or fwdbwd only).
+backward and fa3-prev-det the previous build's (--direction bwd or fwdbwd only).
 
 --side-by-side is this build against the previous one and the public FA3: systems
 fa3,fa3-lse,fa3-prev,fa3-public by default (cudnn or flash on request), bf16 and fp16, more
@@ -176,15 +176,17 @@ DIRECTION_TIMED = {
 GRADIENTS = ("dq", "dk", "dv")
 
 # Every system compare.py knows; which ones run is --systems.
-SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-det", "fa3-prev", "fa3-public", "cudnn", "flash")
+SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-det", "fa3-prev", "fa3-prev-det", "fa3-public", "cudnn",
+               "flash")
 SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public")
 SIDE_BY_SIDE_BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn")
 FORWARD_ONLY_SYSTEMS = ("fa3-lse",)   # a forward variant: fa3's backward needs the LSE anyway
-BACKWARD_ONLY_SYSTEMS = ("fa3-det",)  # the deterministic backward; its forward is fa3's
+# The deterministic backwards (this build's, the previous build's); their forwards are fa3's.
+BACKWARD_ONLY_SYSTEMS = ("fa3-det", "fa3-prev-det")
 # (numerator, denominator, heading): the ratios of median TFLOPS shown when both run.
 RATIOS = (("fa3", "cudnn", "fa3/cuDNN"), ("fa3", "fa3-prev", "this/prev"),
           ("fa3", "fa3-public", "this/public"), ("fa3-lse", "fa3-public", "lse/public"),
-          ("fa3-det", "fa3", "det/default"))
+          ("fa3-det", "fa3", "det/default"), ("fa3-det", "fa3-prev-det", "det this/prev"))
 
 LAYOUTS = ("fa3, fa3-lse, fa3-det, fa3-prev, fa3-public: q, k, v, out (and dout, dq, dk, dv) "
            "contiguous (batch, seqlen, heads, head_dim). SDPA: the same storage as (batch, "
@@ -406,6 +408,14 @@ def prev_fa3_system(binding: "fa3.Binding") -> System:
 
     return System("fa3-prev", "fa3 (previous build)", call, prepare=fa3_prepare_for(binding),
                   backward=fa3_backward_for(binding))
+
+
+def prev_fa3_det_system(binding: "fa3.Binding") -> System:
+    """The previous build's deterministic backward: the deterministic mode's A/B in one
+    process."""
+    return dataclasses.replace(prev_fa3_system(binding), key="fa3-prev-det",
+                               label="fa3 deterministic (previous build)",
+                               backward=fa3_backward_for(binding, deterministic=True))
 
 
 def public_fa3_system() -> System:
@@ -917,8 +927,8 @@ def column_name(key: str) -> str:
 def ratio_column(numerator: str, denominator: str) -> str:
     """this_over_prev, this_over_public, fa3_over_cudnn."""
     names = {"fa3": "this", "fa3-lse": "lse", "fa3-det": "det", "fa3-prev": "prev",
-             "fa3-public": "public"}
-    if denominator in ("fa3-prev", "fa3-public"):
+             "fa3-prev-det": "prev_det", "fa3-public": "public"}
+    if denominator in ("fa3-prev", "fa3-prev-det", "fa3-public"):
         return f"{names[numerator]}_over_{names[denominator]}"
     return f"{column_name(numerator)}_over_{column_name(denominator)}"
 
@@ -1229,8 +1239,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.direction == "fwd" and backward_only:
         parser.error(f"{', '.join(backward_only)} (fa3's deterministic backward) needs "
                      f"--direction bwd or fwdbwd")
-    if "fa3-prev" in args.systems and not args.prev_lib:
-        parser.error("the system fa3-prev needs --prev-lib PATH (the previous libfa3.so)")
+    for key in ("fa3-prev", "fa3-prev-det"):
+        if key in args.systems and not args.prev_lib:
+            parser.error(f"the system {key} needs --prev-lib PATH (the previous libfa3.so)")
     if args.prev_lib and not os.path.isfile(args.prev_lib):
         parser.error(f"--prev-lib {args.prev_lib}: no such file")
     if args.public_fa3 and not os.path.isdir(args.public_fa3):
@@ -1267,9 +1278,10 @@ def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.
     known = all_systems()
     known["fa3-det"] = fa3_det_system()
     prev = None
-    if "fa3-prev" in args.systems or "fa3-public" in args.systems:
+    uses_prev = "fa3-prev" in args.systems or "fa3-prev-det" in args.systems
+    if uses_prev or "fa3-public" in args.systems:
         known["fa3"] = dataclasses.replace(known["fa3"], label="fa3 (this build)")
-    if "fa3-prev" in args.systems:
+    if uses_prev:
         try:
             prev = fa3.open_library(args.prev_lib)
         except fa3.LibraryNotFoundError as error:
@@ -1282,12 +1294,14 @@ def make_systems(args: argparse.Namespace) -> tuple[list[System], Optional["fa3.
             fail(f"--prev-lib {args.prev_lib} is this build's library "
                  f"({fa3.library_path()}); give the previous build's")
         known["fa3-prev"] = prev_fa3_system(prev)
+        known["fa3-prev-det"] = prev_fa3_det_system(prev)
         lacking = [name for name in fa3.api.BACKWARD_FUNCTIONS if name in prev.library.missing]
         if args.direction != "fwd" and lacking:
             # A build from before the backward pass: forward-only, so it has no column here.
             print(f"fa3-prev left out: {prev.library_path()} has no backward (it does not "
                   f"export {', '.join(lacking)}); --direction fwd times its forward")
-            args.systems = [key for key in args.systems if key != "fa3-prev"]
+            args.systems = [key for key in args.systems
+                            if key not in ("fa3-prev", "fa3-prev-det")]
             prev = None
     if "fa3-public" in args.systems:
         why = import_public_fa3(args.public_fa3)

@@ -776,7 +776,7 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(address_of(p.dq) == kDq);
   CHECK(address_of(p.dk) == kDk);
   CHECK(address_of(p.dv) == kDv);
-  CHECK(p.ordered_adds == 1);
+  CHECK(p.ordered_adds == fa3::kOrderedKvBlocks);  // head dim 128
   CHECK(p.seqlen_q == 100);
   CHECK(p.seqlen_k == 300);
   CHECK(p.heads_per_kv_head == 4);
@@ -837,7 +837,21 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     fake().reset();
     REQUIRE(large.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
+    // The deterministic mode: the causal pick's _lf entry (BwdConfig::causal_last_first),
+    // with the last K/V block's adds first; non-causal calls the main entry.
+    large.p.deterministic = 1;
+    fake().reset();
+    REQUIRE(large.run(fh.h) == FA3_OK);
+    CHECK(fake().launch_names() ==
+          kernel + "_pre " + kernel + (causal ? "_lf " : " ") + kernel + "_post ");
+    CHECK(last_params().ordered_adds ==
+          (causal ? fa3::kOrderedLastFirst : fa3::kOrderedKvBlocks));
   }
+  // The d128 causal pick has no _lf entry: its deterministic calls run the main one.
+  a.p.deterministic = 1;
+  fake().reset();
+  REQUIRE(a.run(fh.h) == FA3_OK);
+  CHECK(fake().launch_names().find("_lf") == std::string::npos);
 }
 
 TEST_CASE("backward: the handle's workspace grows per stream and is freed with the handle",
@@ -1154,32 +1168,40 @@ TEST_CASE("backward: the main kernel's CTA order covers every (K/V block, pair) 
           "[cpu][api]") {
   // bwd_tile_at maps the 1-D grid onto (n_block, kv_head, batch): a bijection for any section
   // width, a last section narrower than the others included; within a section block n of
-  // every pair comes before block n + 1 of any (the longest causal CTAs first).
+  // every pair comes before block n + 1 of any (the longest causal CTAs first), or with
+  // shortest_first block n + 1 before block n (causal ordered adds: a query block takes the
+  // later K/V blocks' adds first, and a CTA may wait only for CTAs started before it).
   for (int n_blocks : {1, 3, 64})
     for (int heads_kv : {1, 3, 8})
       for (int batch : {1, 5})
-        for (int section : {1, 2, 4, 16}) {
-          const int pairs = heads_kv * batch, ctas = n_blocks * pairs;
-          std::vector<int> seen(static_cast<size_t>(ctas), 0);
-          int last_n = -1, last_section = -1;
-          for (int i = 0; i < ctas; ++i) {
-            const fa3::BwdTile t = fa3::bwd_tile_at(i, n_blocks, heads_kv, pairs, section);
-            REQUIRE(t.n_block >= 0);
-            REQUIRE(t.n_block < n_blocks);
-            REQUIRE(t.kv_head >= 0);
-            REQUIRE(t.kv_head < heads_kv);
-            REQUIRE(t.batch >= 0);
-            REQUIRE(t.batch < batch);
-            const int pair = t.batch * heads_kv + t.kv_head;
-            ++seen[static_cast<size_t>(pair * n_blocks + t.n_block)];
-            const int sec = pair / section;
-            if (sec == last_section) CHECK(t.n_block >= last_n);
-            else CHECK(sec == last_section + 1);
-            last_section = sec;
-            last_n = t.n_block;
+        for (int section : {1, 2, 4, 16})
+          for (bool shortest_first : {false, true}) {
+            const int pairs = heads_kv * batch, ctas = n_blocks * pairs;
+            std::vector<int> seen(static_cast<size_t>(ctas), 0);
+            int last_n = -1, last_section = -1;
+            for (int i = 0; i < ctas; ++i) {
+              const fa3::BwdTile t =
+                  fa3::bwd_tile_at(i, n_blocks, heads_kv, pairs, section, shortest_first);
+              REQUIRE(t.n_block >= 0);
+              REQUIRE(t.n_block < n_blocks);
+              REQUIRE(t.kv_head >= 0);
+              REQUIRE(t.kv_head < heads_kv);
+              REQUIRE(t.batch >= 0);
+              REQUIRE(t.batch < batch);
+              const int pair = t.batch * heads_kv + t.kv_head;
+              ++seen[static_cast<size_t>(pair * n_blocks + t.n_block)];
+              const int sec = pair / section;
+              if (sec == last_section) {
+                if (shortest_first) CHECK(t.n_block <= last_n);
+                else CHECK(t.n_block >= last_n);
+              } else {
+                CHECK(sec == last_section + 1);
+              }
+              last_section = sec;
+              last_n = t.n_block;
+            }
+            for (int n : seen) REQUIRE(n == 1);
           }
-          for (int n : seen) REQUIRE(n == 1);
-        }
 }
 
 namespace {
@@ -1256,6 +1278,19 @@ TEST_CASE("backward: small causal calls of kernels without first stores take the
   CHECK(fa3::backward_ordered_adds(c, prob));
   prob.seqlen_q = prob.seqlen_k = 16384;
   CHECK(fa3::backward_ordered_adds(c, prob));
+  // Their order: K/V block order, but the last K/V block's adds first in deterministic causal
+  // calls of the kernels with 128-row query blocks (head dim 64; the public FA3's order); the
+  // small causal calls of the default mode keep K/V block order, with the descending walk.
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
+  c.causal = true;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);  // 64-row query blocks
+  c.block_m = 128;
+  c.head_dim = prob.head_dim = 64;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedLastFirst);
+  prob.deterministic = false;
+  CHECK(fa3::backward_add_order(c, prob) == 0);
+  prob.seqlen_q = prob.seqlen_k = 512;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
 }
 
 TEST_CASE("backward: the launch carries the CTA order's section and the ordered adds; too many "
@@ -1265,7 +1300,7 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
   // Args: batch 2 x 2 K/V heads = 4 pairs of 4 query heads x 100 rows (0.4 MB each): one
   // section of all 4 for causal or deterministic calls, none for the others; and the ordered
   // adds for deterministic calls only (the d128 causal pick has first stores: small causal
-  // calls keep the unordered ones).
+  // calls keep the unordered ones), in K/V block order at head dim 128.
   for (int causal : {0, 1})
     for (int deterministic : {0, 1}) {
       Args a;
@@ -1275,7 +1310,7 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
       REQUIRE(a.run(fh.h) == FA3_OK);
       const fa3::BwdParams p = last_params();
       CHECK(p.l2_section == (causal || deterministic ? 4 : 1));
-      CHECK(p.ordered_adds == (deterministic ? 1 : 0));
+      CHECK(p.ordered_adds == (deterministic ? fa3::kOrderedKvBlocks : 0));  // head dim 128
     }
   // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
   // tensors (0.5 TB each) 1 TB apart.

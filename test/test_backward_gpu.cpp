@@ -789,7 +789,14 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       {true, 64, true, 2, 3000, 3000, 16, 4},
                       {false, 64, false, 1, 2000, 4100, 16, 8},
                       {true, 256, false, 1, 700, 1100, 4, 2},
-                      {false, 256, true, 1, 1300, 1300, 2, 1}};
+                      {false, 256, true, 1, 1300, 1300, 2, 1},
+                      // causal, the later K/V blocks' adds first (BwdWork::add_rank):
+                      // seqlen_k > seqlen_q (the first blocks all start at query block 0),
+                      // seqlen_q > seqlen_k (rows that see no key), more tiles than SMs
+                      {true, 128, true, 1, 900, 2600, 8, 2},
+                      {false, 128, true, 2, 2300, 700, 4, 1},
+                      {false, 128, true, 2, 2500, 2500, 16, 4},
+                      {true, 256, true, 1, 500, 1400, 4, 2}};
   uint64_t seed = 31;
   for (const Det& d : dets) {
     Case c;
@@ -923,7 +930,7 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace, a
   // persistent kernel's CTAs walking several tiles.
   Runner runner;
-  Case cases[8];
+  Case cases[9];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
   cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -944,6 +951,10 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // So is the d128 causal pick below 8192 query rows, whose dV_j leaves from buffers of its own.
   cases[7].bf16 = true; cases[7].head_dim = 128; cases[7].causal = true; cases[7].seqlen_q = 300;
   cases[7].seqlen_k = 300; cases[7].heads = 64; cases[7].heads_kv = 32;
+  // The d64 causal deterministic mode: the last K/V block's adds first, the tiles shortest
+  // first, the counters started by the preprocess (kOrderedLastFirst), across drawn tiles.
+  cases[8] = cases[6];
+  cases[8].bf16 = true; cases[8].seqlen_k = 420; cases[8].deterministic = true;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

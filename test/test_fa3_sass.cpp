@@ -944,6 +944,19 @@ TEST_CASE("fa3-sass: backward kernels and their _pre and _post", "[cpu][sass]") 
   CHECK(companion_kernels("fa3_bwd_bf16_d64_m64_n128_s2_w2") ==
         std::vector<std::string>{"fa3_bwd_bf16_d64_m64_n128_s2_w2_pre", "fa3_bwd_bf16_d64_m64_n128_s2_w2_post"});
   CHECK(companion_kernels("fa3_bwd_bf16_d64_m64_n128_s2_w2_pre").empty());
+  // A kernel with the deterministic causal entry (BwdConfig::causal_last_first): _lf too, a
+  // main loop of the same config.
+  const std::string lf = "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal";
+  CHECK(companion_kernels(lf) ==
+        std::vector<std::string>{lf + "_pre", lf + "_post", lf + "_lf"});
+  CHECK(main_kernel_name(lf + "_lf") == lf);
+  const KernelTraits lf_traits = traits_from_name(lf + "_lf");
+  CHECK(lf_traits.role == KernelRole::Main);
+  CHECK(lf_traits.last_first_entry);
+  CHECK(lf_traits.head_dim == 64);
+  CHECK(lf_traits.options.causal);
+  CHECK_THAT(describe(lf_traits), Catch::EndsWith("its _lf entry"));
+  CHECK(companion_kernels("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal").size() == 2);
   CHECK(companion_kernels("fa3_fwd_bf16_d128_m128_n128_s2_w2").empty());
   // A name the grammar rejects still gets the backward checks, from what its tokens spell; the
   // setmaxnreg counts are then unknown (only their presence is checked).

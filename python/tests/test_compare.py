@@ -336,6 +336,9 @@ def test_side_by_side_backward_defaults(compare: ModuleType, tmp_path: Path) -> 
     (["--direction", "bwd", "--systems", "fa3,fa3-lse"], "fa3-lse is forward-only"),
     (["--direction", "fwdbwd", "--side-by-side", "--systems", "fa3-lse"], "forward-only"),
     (["--systems", "fa3,fa3-det"], "needs --direction bwd or fwdbwd"),
+    (["--systems", "fa3,fa3-prev-det"], "needs --direction bwd or fwdbwd"),
+    (["--direction", "bwd", "--systems", "fa3-det,fa3-prev-det"],
+     "fa3-prev-det needs --prev-lib"),
     (["--direction", "sideways"], "--direction"),
 ])
 def test_direction_argument_errors(compare: ModuleType, capsys: pytest.CaptureFixture[str],
@@ -433,6 +436,8 @@ def test_backward_tables(compare: ModuleType, tmp_path: Path) -> None:
     with (tmp_path / "side_by_side_bwd_bf16.csv").open() as handle:
         rows = list(csv.DictReader(handle))
     assert float(rows[1]["fa3_det_over_fa3"]) == pytest.approx(0.9, abs=1e-4)
+    # The deterministic mode's A/B: this build's against the previous build's.
+    assert compare.ratio_column("fa3-det", "fa3-prev-det") == "det_over_prev_det"
     assert float(rows[1]["fa3_over_cudnn"]) == pytest.approx(1.2, abs=1e-4)
     assert rows[1]["fa3_tflops"] == "600.00"
     long_csv = tmp_path / "all.csv"

@@ -1,7 +1,8 @@
 // One backward kernel family member per compilation: the Makefile passes the main kernel's
 // name (-DFA3_KERNEL_NAME=fa3_bwd_...), its config is parsed out of that name at compile time,
 // and the cubin holds the three extern "C" kernels of a backward call: the name (the main
-// loop), <name>_pre and <name>_post.
+// loop), <name>_pre and <name>_post; and where BwdConfig::causal_last_first, <name>_lf, the
+// main loop of the deterministic mode's causal calls (the Makefile passes FA3_BWD_LAST_FIRST).
 #include "kernels/bwd_config.h"
 #include "kernels/bwd_kernel.cuh"
 
@@ -19,12 +20,33 @@ static_assert(kParsed.ok, "FA3_KERNEL_NAME is not a valid backward kernel name (
 struct ThisConfig {
   static constexpr fa3::BwdConfig value = kParsed.config;
 };
+#ifndef FA3_BWD_LAST_FIRST
+#error "build backward kernels through the Makefile: it defines FA3_BWD_LAST_FIRST"
+#endif
+static_assert(kParsed.config.causal_last_first() == (FA3_BWD_LAST_FIRST != 0),
+              "the Makefile's FA3_BWD_LAST_FIRST disagrees with BwdConfig::causal_last_first");
+#if FA3_BWD_LAST_FIRST
+constexpr fa3::BwdConfig last_first_of(fa3::BwdConfig c) {
+  c.last_first = true;
+  return c;
+}
+struct ThisConfigLastFirst {
+  static constexpr fa3::BwdConfig value = last_first_of(kParsed.config);
+};
+#endif
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(ThisConfig::value.threads(), 1)
     FA3_KERNEL_NAME(const __grid_constant__ fa3::BwdParams params) {
   fa3::bwd_kernel<ThisConfig>(params);
 }
+
+#if FA3_BWD_LAST_FIRST
+extern "C" __global__ void __launch_bounds__(ThisConfig::value.threads(), 1)
+    FA3_CAT(FA3_KERNEL_NAME, _lf)(const __grid_constant__ fa3::BwdParams params) {
+  fa3::bwd_kernel<ThisConfigLastFirst>(params);
+}
+#endif
 
 extern "C" __global__ void __launch_bounds__(128)
     FA3_CAT(FA3_KERNEL_NAME, _pre)(const __grid_constant__ fa3::BwdParams params) {

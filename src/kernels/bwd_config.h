@@ -95,6 +95,9 @@ struct BwdConfig {
   bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
   bool persistent = false;        // _pt: a CTA per SM, tiles drawn from a counter
   bool causal = false;
+  // Not in the name: the cubin's <name>_lf entry, the main kernel for deterministic causal
+  // calls, whose dQ adds go the last K/V block's first (causal_last_first).
+  bool last_first = false;
 
   // Whether the warpgroups share the keys and split the head dim of dK_j and dV_j (_kvh,
   // _kvt), and whether they hold them transposed (_kvt).
@@ -142,6 +145,17 @@ struct BwdConfig {
   constexpr int dq_piece_cols() const { return kv_transposed() ? 64 : dq_cols(); }
   constexpr int dq_pieces() const { return consumer_warpgroups * (dq_cols() / dq_piece_cols()); }
   constexpr int dq_slots() const { return kv_transposed() ? 3 : consumer_warpgroups; }
+  // Whether the cubin has a <name>_lf entry (last_first), for the deterministic mode's causal
+  // calls, whose dQ adds go the last K/V block's first (kOrderedLastFirst; bwd_kernel.cuh,
+  // BwdWork::add_rank): the d64 kernels (128-row query blocks). Measured against the
+  // descending walk in K/V block order (docs/perf-history.md v39): d64 causal 1.02-1.09x from
+  // 2k, but d128 causal (64-row query blocks) 0.92-0.96x, which keep it; _kvt's ring of dQ
+  // buffers leaves its dQ writer no register for it at 24 (every form tried spilled 4-40
+  // bytes). An entry of its own, as any change to the main kernel's code moves ptxas's
+  // schedule of the default mode's step (the single-entry form ran d64 causal 1-1.5% slower).
+  constexpr bool causal_last_first() const {
+    return causal && dq_slots() == dq_pieces() && block_m == block_n;
+  }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
@@ -263,6 +277,7 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
   const bool regs_ok = 128 * c.producer_regs() + 128 * c.consumer_warpgroups * c.consumer_regs() <=
                        launch_regs * c.threads();
   return shape_ok && regs_ok && !(c.rotated_walk && c.causal) &&
+         (!c.last_first || c.causal_last_first()) &&
          (!c.first_store || c.causal || c.rotated_walk) && c.consumer_warpgroups == 2 &&
          // _pt: the forms built, tested and measured (v34, v36): the query split of dQ (head
          // dim 64), the head-dim split with the causal mask or _dqt's (128), two stages.
@@ -326,17 +341,21 @@ struct DqAccumLayout {
 // run alone (a list-scheduling model of d128 causal 1k-8k on 132 SMs: 5-7% longer than the
 // sum of the work allows, against 0-2% with sections). Deterministic, fewer of a pair's
 // blocks start together, so the chain of their ordered adds fills in fewer links.
+// `shortest_first` reverses the K/V blocks within a section (the last block of each pair
+// first): causal calls with ordered adds, whose query blocks take the adds of the later K/V
+// blocks first (BwdWork::add_rank), so that a CTA waits only for CTAs that started before it.
 struct BwdTile {
   int n_block, kv_head, batch;
 };
 FA3_BWD_HOST_DEVICE constexpr BwdTile bwd_tile_at(int index, int num_n_blocks, int heads_kv,
-                                                  int pairs, int section) {
+                                                  int pairs, int section,
+                                                  bool shortest_first = false) {
   const int first_pair = index / (section * num_n_blocks) * section;
   const int within = index - first_pair * num_n_blocks;
   const int width = pairs - first_pair < section ? pairs - first_pair : section;
-  const int n_block = within / width;
-  const int pair = first_pair + (within - n_block * width);
-  return {n_block, pair % heads_kv, pair / heads_kv};
+  const int rank = within / width;
+  const int pair = first_pair + (within - rank * width);
+  return {shortest_first ? num_n_blocks - 1 - rank : rank, pair % heads_kv, pair / heads_kv};
 }
 #undef FA3_BWD_HOST_DEVICE
 

@@ -99,6 +99,10 @@ struct BwdTraits {
   static constexpr int kDqPieceCols = kCfg.dq_piece_cols();
   static constexpr int kDqPieces = kCfg.dq_pieces();
   static constexpr int kDqSlots = kCfg.dq_slots();
+  // The <name>_lf entry: the deterministic mode's causal calls, the last K/V block's dQ adds
+  // first (kOrderedLastFirst, BwdWork::add_rank; where and why: BwdConfig::causal_last_first).
+  static constexpr bool kLastFirst = kCfg.last_first;
+  static constexpr bool kHasLastFirst = kCfg.causal_last_first();  // the cubin has _lf
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
@@ -256,16 +260,17 @@ struct BwdStep {
 
 // The CTA's work: K/V block n_block of (batch, kv_head) (the 1-D grid's order: bwd_tile_at),
 // and the query blocks [m_begin, num_m_blocks) of each of the group's query heads that see
-// any of its keys. With ordered adds a CTA waits only for the K/V blocks before its own of the
-// same pair, which come earlier in that order.
+// any of its keys. With ordered adds a CTA waits only for the K/V blocks ranked before its own
+// at a query block (add_rank), which come earlier in that order.
 template <class Tr>
 struct BwdWork {
   int n_block, kv_head, batch, m_begin;
   int m_first;  // the query block each head's walk starts at (and wraps around to)
 
   __device__ __forceinline__ BwdWork(const BwdParams& p, int index) : m_begin(0), m_first(0) {
-    const BwdTile tile =
-        bwd_tile_at(index, p.num_n_blocks, p.heads_kv, p.batch * p.heads_kv, p.l2_section);
+    const BwdTile tile = bwd_tile_at(index, p.num_n_blocks, p.heads_kv, p.batch * p.heads_kv,
+                                     p.l2_section,
+                                     Tr::kLastFirst && p.ordered_adds == kOrderedLastFirst);
     n_block = tile.n_block;
     kv_head = tile.kv_head;
     batch = tile.batch;
@@ -285,18 +290,38 @@ struct BwdWork {
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending from
   // m_first, wrapping around to m_begin (m_first is m_begin but in _rw kernels without
-  // ordered adds); but descending for causal calls with ordered adds. There a query block's
-  // adds go in K/V block order, and with ascending m the CTA of K/V block n, whose first
-  // query block is about n * block_n / block_m, would wait at each block for the CTAs before
-  // it, which reach it later: every CTA would take as long as the longest. Descending, all the
-  // CTAs of a head start at the last query block and walk down together, each behind the one
-  // before it by the latency of its adds, not by its extra blocks.
+  // ordered adds); but descending in causal calls with ordered adds in K/V block order
+  // (kOrderedKvBlocks; add_rank). There a query block's adds go in K/V block order, and with
+  // ascending m the CTA of K/V block n, whose first query block is about n * block_n /
+  // block_m, would wait at each block for the CTAs before it, which reach it later: every CTA
+  // would take as long as the longest. Descending, all the CTAs of a head start at the last
+  // query block and walk down together, each behind the one before it by the latency of its
+  // adds, not by its extra blocks.
   __device__ __forceinline__ int steps(const BwdParams& p) const {
     const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
     return per_head * p.heads_per_kv_head;
   }
   __device__ __forceinline__ bool descending(const BwdParams& p) const {
-    return Tr::kCausal && p.ordered_adds;
+    // (The host launches the _lf entry for kOrderedLastFirst only, and the others for the
+    // other orders; written so, the others compile as before _lf, and the _lf entry of the
+    // d64 _pt kernels without a spill, as other forms, the branch dropped, did not.)
+    return Tr::kCausal &&
+           (Tr::kLastFirst ? p.ordered_adds == kOrderedKvBlocks : p.ordered_adds != 0);
+  }
+  // Ordered adds: this K/V block's rank in the order of the adds to a query block, of which
+  // the adders are a prefix of the K/V blocks (bwd_adders): K/V block order (kOrderedKvBlocks;
+  // non-causal calls always), or (kOrderedLastFirst, causal) the reverse, the last adder
+  // first, as the public FA3 orders them. There the CTA of block n + 1 starts at least one
+  // query block later than block n's and reaches each common query block at least one step
+  // earlier, so with the later blocks started first (bwd_tile_at's shortest_first) the order
+  // is the one the adds come in, each a step ahead of the next, where the descending walk
+  // queues all of a head's CTAs at each block (and under GQA the later heads by whole steps).
+  // The rank is then the block counted from the last K/V block, and the preprocess starts
+  // each query block's counter at its first adder's rank (bwd_dq_counter_start), as the dQ
+  // writer's 24 registers spilled wherever a step computed its query block's adders.
+  __device__ __forceinline__ int32_t add_rank(const BwdParams& p) const {
+    return Tr::kLastFirst && p.ordered_adds == kOrderedLastFirst ? p.num_n_blocks - 1 - n_block
+                                                                  : n_block;
   }
   // The first step, and each next one by a compare, not a division (the consumers' loop is
   // short enough that an integer division per step showed in its profile).
@@ -509,16 +534,23 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
   }
 }
 
+// Ordered adds in the _lf entry (kLastFirst): a query block's counter starts at its first
+// adder's rank (BwdWork::add_rank) with this bit set, which that adder's publication clears:
+// so the writer learns from the counter whether it stores (bwd_dq_counter_start), and no step
+// computes its query block's adders.
+constexpr int32_t kDqFirstTurn = 1 << 29;
+
 // Line 33: each step's dQ_i pieces (bwd_config.h, dq_pieces: one per consumer warpgroup, or
 // _kvt's two each), staged in a ring of shared-memory buffers, added into the workspace's fp32
 // accumulator by one bulk reduce-add each (one thread), in ring order, as soon as the piece is
 // staged; a buffer is freed once the add that follows it is issued and its own has read it.
 // Ordered (BwdParams::ordered_adds: the deterministic mode; small causal calls without _fs): a
-// query block's adds wait until the K/V blocks before this one have made theirs (a counter per
-// (batch, head, query block) that each CTA raises once its adds are complete), K/V block 0
-// stores rather than adds, and the pieces go in order, so every dQ element is summed in one
-// order. Otherwise every add goes onto the accumulator the preprocess zeroed. (_fs kernels
-// store a query block's first parts in the default mode too: bwd_dq_writer.)
+// query block's adds wait until the K/V blocks ranked before this one (BwdWork::add_rank) have
+// made theirs (a counter per (batch, head, query block) that each CTA raises once its adds
+// are complete), the first in the order stores rather than adds, and the pieces go in order,
+// so every dQ element is summed in one order. Otherwise every add goes onto the accumulator
+// the preprocess zeroed. (_fs kernels store a query block's first parts in the default mode
+// too: bwd_dq_writer.)
 template <class Tr>
 __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<Tr>& sm,
                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
@@ -539,11 +571,15 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
     float* block = p.dq_accum + (bh * p.seqlen_q_rounded + m_block * Tr::kBlockM) * Tr::kHeadDim;
     int32_t* semaphore = nullptr;
+    bool first_turn = false;  // (kLastFirst: the counter's kDqFirstTurn)
     if (p.ordered_adds) {
       semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
-      // The K/V blocks that add to a query block are a prefix 0, 1, ... of the K/V blocks
-      // (bwd_adders), so this one's turn is its index.
-      tile::wait_counter_equals(semaphore, w.n_block);
+      if constexpr (Tr::kLastFirst) {
+        const int32_t seen = tile::wait_counter_masked(semaphore, ~kDqFirstTurn, w.add_rank(p));
+        first_turn = (seen & kDqFirstTurn) != 0;
+      } else {
+        tile::wait_counter_equals(semaphore, w.n_block);  // K/V block 0 stores
+      }
     }
     int last_slot = 0;
 #pragma unroll
@@ -553,17 +589,20 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       // first is complete (the order of two bulk operations in flight is not).
       if (!Tr::kSharedDs && piece > 0 && p.ordered_adds) ptx::bulk_wait_group<0>();
       float* part = block + bwd_dq_piece_offset<Tr>(piece);
-      // Ordered, K/V block 0 makes a query block's first adds: it stores its pieces (the
-      // key split's second part still adds onto the first), so the preprocess need not zero
-      // the accumulator.
+      // Ordered, the first in the order makes a query block's first adds: it stores its
+      // pieces (the key split's second part still adds onto the first), so the preprocess
+      // need not zero the accumulator.
       bwd_dq_write_piece<Tr>(sm, part, slot,
-                             p.ordered_adds && w.n_block == 0 && (Tr::kSharedDs || piece == 0), policy);
+                             (Tr::kLastFirst ? first_turn : p.ordered_adds && w.n_block == 0) &&
+                                 (Tr::kSharedDs || piece == 0),
+                             policy);
       // The ring's buffers come back within the step: the last piece's once its add has read
       // it, after this piece's add is issued.
       if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // Ordered: the next K/V block's CTA adds once this one's adds are complete.
-    bwd_dq_end_step<Tr, kRing>(sm, p.ordered_adds, semaphore, 1, last_slot);
+    bwd_dq_end_step<Tr, kRing>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
+                               last_slot);
   }
   // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
@@ -1216,6 +1255,16 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   }
 }
 
+// Where a query block's counter starts (the preprocess, shared by the main entry and _lf): 0
+// (the _fs tickets; ordered adds in K/V block order, K/V block 0 first), or for the _lf entry
+// (kOrderedLastFirst) its first adder's rank (BwdWork::add_rank: its last adder's,
+// num_n_blocks - adders) with kDqFirstTurn (bwd_dq_adder).
+template <class Tr>
+__device__ __forceinline__ int32_t bwd_dq_counter_start(const BwdParams& p, int m_block) {
+  if (!Tr::kHasLastFirst || p.ordered_adds != kOrderedLastFirst) return 0;
+  return (p.num_n_blocks - bwd_adders<Tr>(p, m_block)) | kDqFirstTurn;
+}
+
 // The query block of (head, batch) a CTA of the pre- or postprocess takes: the grid's blocks
 // in reverse, the last batch, head and query block first. The main kernel starts with the
 // first (batch, K/V head) pairs and ends with the last ones (bwd_tile_at), so the preprocess's
@@ -1334,7 +1383,7 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
       accum[i] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   if ((p.ordered_adds || Tr::kFirstStore) && threadIdx.x == 0)
-    p.dq_semaphore[bh * p.num_m_blocks + m_block] = 0;
+    p.dq_semaphore[bh * p.num_m_blocks + m_block] = bwd_dq_counter_start<Tr>(p, m_block);
   // _pt: the main kernel's tile counter.
   if (Tr::kPersistent && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
     *p.tile_counter = 0;

@@ -9,6 +9,11 @@
 
 namespace fa3 {
 
+// BwdParams::ordered_adds: a query block's dQ adds in K/V block order (non-causal calls;
+// causal ones walk the query blocks descending), or, causal only, the last K/V block's first
+// (the query blocks ascending, the CTAs shortest first: BwdWork::add_rank).
+enum BwdOrder : int32_t { kOrderedKvBlocks = 1, kOrderedLastFirst = 2 };
+
 struct BwdParams {
   // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle, boxes of
   // 64 columns x 64 rows.
@@ -39,8 +44,9 @@ struct BwdParams {
   int32_t l2_section;  // (batch, K/V head) pairs of a section of the CTA order (bwd_tile_at)
   float scale;       // softmax_scale
   float scale_log2;  // softmax_scale * log2(e)
-  // The deterministic mode's ordered dQ adds (K/V block 0 stores, the others add in block
-  // order): deterministic calls, and small causal ones (backward_ordered_adds).
+  // The deterministic mode's ordered dQ adds (the first K/V block in a query block's order
+  // stores, the others add in that order: BwdWork::add_rank): deterministic calls, and small
+  // causal ones (backward_ordered_adds); 0 (unordered) or the order (BwdOrder).
   int32_t ordered_adds;
   int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
   // _pt: the tiles (num_n_blocks x batch x heads_kv, bwd_tile_at's order) and the workspace's

@@ -24,7 +24,7 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
   // Causal calls up to 512 queries and keys (1024 at head dim 64) of a kernel without first
   // stores (_fs) take the deterministic mode's ordered dQ adds even when not asked to: there
-  // K/V block 0's stored first parts (no zeroed accumulator to write and read back) save more
+  // the first adder's stored parts (no zeroed accumulator to write and read back) save more
   // than the order costs (det/default on an H100 after v26z: 1.05-1.12 at 512 causal; at 1k
   // d64 1.05, d128 0.98, d256 0.92). A kernel with first stores zeroes no accumulator in its
   // default mode either, and the order only costs there (unordered / ordered on an H200, v38:
@@ -32,6 +32,11 @@ bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
   const int64_t longest = c.head_dim == 64 ? 1024 : 512;
   return prob.deterministic || (c.causal && !c.first_store && prob.seqlen_q <= longest &&
                                 prob.seqlen_k <= longest);
+}
+
+int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob) {
+  if (!backward_ordered_adds(c, prob)) return 0;
+  return c.causal_last_first() && prob.deterministic ? kOrderedLastFirst : kOrderedKvBlocks;
 }
 
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
@@ -110,7 +115,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.num_n_blocks = static_cast<int32_t>((prob.seqlen_k + c.block_n - 1) / c.block_n);
   p.scale = prob.softmax_scale;
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
-  p.ordered_adds = backward_ordered_adds(c, prob) ? 1 : 0;
+  p.ordered_adds = backward_add_order(c, prob);
   p.l2_section = backward_l2_section(c, prob);
   const int64_t ctas = static_cast<int64_t>(p.num_n_blocks) * prob.batch * prob.heads_kv;
   if (ctas > INT32_MAX)
@@ -163,10 +168,14 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
     bool dependent;
     const char* what;
   };
+  // The deterministic mode's causal calls at head dim 64 run the cubin's _lf entry: the same
+  // main loop with the last K/V block's dQ adds first (BwdConfig::causal_last_first).
+  const bool last_first = params.ordered_adds == kOrderedLastFirst;
   const Step steps[3] = {
       {functions.pre, grids.pre, kBwdAuxThreads, 0, false, "_pre"},
-      {functions.main, grids.main, static_cast<unsigned>(kernel.bwd.threads()),
-       BwdSmemLayout::of(kernel.bwd).total_bytes, true, ""},
+      {last_first ? functions.last_first : functions.main, grids.main,
+       static_cast<unsigned>(kernel.bwd.threads()), BwdSmemLayout::of(kernel.bwd).total_bytes,
+       true, last_first ? "_lf" : ""},
       {functions.post, grids.post, kBwdAuxThreads, 0, true, "_post"},
   };
   CUlaunchAttribute programmatic;

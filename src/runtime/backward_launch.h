@@ -23,6 +23,11 @@ struct BackwardGrids {
 // at head dim 64), where that is faster.
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob);
 
+// BwdParams::ordered_adds: 0 without ordered adds, else their order (BwdOrder): causal
+// deterministic calls the last K/V block's adds first (the public FA3's order), the small
+// causal calls of the default mode and non-causal calls K/V block order.
+int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
+
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
 // bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal calls or ordered adds,
 // where as many pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of

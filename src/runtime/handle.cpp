@@ -105,7 +105,7 @@ ContextScope::~ContextScope() {
 namespace {
 
 // The entry of `kernel` loaded in `context`, loading its cubin (and, for a backward kernel,
-// finding its _pre and _post) the first time. Called with loaded_mutex held.
+// finding its _pre, _post and _lf) the first time. Called with loaded_mutex held.
 Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
                   const fa3_handle::LoadedKernel** out) {
   for (const fa3_handle::LoadedKernel& k : h->loaded)
@@ -125,7 +125,7 @@ Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
   CUmodule module = nullptr;
   CUresult r = d.module_load_data(&module, kernel.cubin);
   if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
-  fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr};
+  fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr, nullptr};
   r = d.module_get_function(&loaded.function, module, kernel.name.c_str());
   if (r == CUDA_SUCCESS)
     r = d.func_set_attribute(loaded.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -134,6 +134,12 @@ Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
     r = d.module_get_function(&loaded.pre, module, (kernel.name + "_pre").c_str());
   if (r == CUDA_SUCCESS && backward)
     r = d.module_get_function(&loaded.post, module, (kernel.name + "_post").c_str());
+  if (r == CUDA_SUCCESS && backward && kernel.bwd.causal_last_first()) {
+    r = d.module_get_function(&loaded.last_first, module, (kernel.name + "_lf").c_str());
+    if (r == CUDA_SUCCESS)
+      r = d.func_set_attribute(loaded.last_first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(smem));
+  }
   if (r != CUDA_SUCCESS) {
     d.module_unload(module);
     return d.fail(r, "preparing kernel " + kernel.name);
@@ -160,7 +166,7 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
   const fa3_handle::LoadedKernel* k = nullptr;
   Error e = load_kernel(h, context, kernel, &k);
   if (e.failed()) return e;
-  *out = {k->function, k->pre, k->post};
+  *out = {k->function, k->pre, k->post, k->last_first};
   return Error::ok();
 }
 

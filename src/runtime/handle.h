@@ -30,6 +30,7 @@ struct fa3_handle {
     CUmodule module;
     CUfunction function;
     CUfunction pre, post;  // a backward kernel's <name>_pre and <name>_post
+    CUfunction last_first;  // and <name>_lf where it has one (BwdConfig::causal_last_first)
   };
   std::mutex loaded_mutex;  // guards `loaded` and module loading
   std::vector<LoadedKernel> loaded;
@@ -95,6 +96,7 @@ Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, C
 // A backward kernel's three functions (the main loop, <name>_pre, <name>_post) in `context`.
 struct BackwardFunctions {
   CUfunction main = nullptr, pre = nullptr, post = nullptr;
+  CUfunction last_first = nullptr;  // <name>_lf, where the kernel has one
 };
 Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
                              BackwardFunctions* out);

@@ -52,13 +52,14 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
 }
 
 // Waits until the global counter's bits under `mask` read `value` (acquire, GPU scope: what
-// its writer released before raising it is visible after). Debug builds give up after ~2^34
-// cycles with a message and a trap.
-__device__ __forceinline__ void wait_counter_masked(const int32_t* counter, int32_t mask,
-                                                    int32_t value) {
+// its writer released before raising it is visible after); returns the whole word it read
+// last. Debug builds give up after ~2^34 cycles with a message and a trap.
+__device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, int32_t mask,
+                                                       int32_t value) {
+  int32_t seen;
 #if FA3_DEBUG_HANG
   const long long start = clock64();
-  while ((ptx::ld_acquire_gpu(counter) & mask) != value) {
+  while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
     if (clock64() - start > (1ll << 34)) {
       printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %x under "
              "mask %x)\n",
@@ -67,9 +68,10 @@ __device__ __forceinline__ void wait_counter_masked(const int32_t* counter, int3
     }
   }
 #else
-  while ((ptx::ld_acquire_gpu(counter) & mask) != value) {
+  while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
   }
 #endif
+  return seen;
 }
 
 // Until the counter reads `value`: the backward's deterministic dQ order.

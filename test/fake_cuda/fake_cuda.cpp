@@ -29,6 +29,7 @@ struct State {
   std::vector<unsigned char> last_params;  // the whole parameter block, as the kernel takes it
   std::string launch_kinds;  // per launch: 'P' programmatic dependent launch, '-' ordinary
   std::string launch_grids;  // per launch: "x " (gridDimX and a space)
+  std::string launch_names;  // per launch: the function's name and a space
 };
 
 // What cuDriverGetVersion reports (not reset: it is read when a handle is created).
@@ -175,6 +176,9 @@ CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** par
       programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   state().launch_kinds += programmatic ? 'P' : '-';
   state().launch_grids += std::to_string(config->gridDimX) + " ";
+  const size_t fi = reinterpret_cast<uintptr_t>(f) - 0x2001;
+  state().launch_names +=
+      (fi < state().function_names.size() ? state().function_names[fi] : std::string("?")) + " ";
   // Every kernel takes one parameter block; keep its bytes for the test to decode.
   const unsigned char* p = static_cast<const unsigned char*>(params[0]);
   state().last_params.assign(p, p + param_bytes(f));
@@ -265,6 +269,7 @@ void fake_cuda_reset() {
   s.last_config = CUlaunchConfig{};
   s.launch_kinds.clear();
   s.launch_grids.clear();
+  s.launch_names.clear();
   s.allocated_bytes.clear();
   current = nullptr;
 }
@@ -309,6 +314,11 @@ void fake_cuda_launch_kinds(char* buf, size_t size) {
 void fake_cuda_launch_grids(char* buf, size_t size) {
   std::lock_guard<std::mutex> lock(state().mutex);
   std::snprintf(buf, size, "%s", state().launch_grids.c_str());
+}
+// The launched functions' names since the last reset, each followed by a space.
+void fake_cuda_launch_names(char* buf, size_t size) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  std::snprintf(buf, size, "%s", state().launch_names.c_str());
 }
 // The last launch: grid x, block x, dynamic shared memory, and its parameter bytes. Returns 0
 // when nothing launched since the last reset, -1 when `size` is not the launched kernel's

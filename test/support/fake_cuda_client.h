@@ -24,6 +24,7 @@ struct FakeCuda {
   void (*set_driver_version)(int);
   void (*launch_kinds_into)(char*, size_t);
   void (*launch_grids_into)(char*, size_t);
+  void (*launch_names_into)(char*, size_t);
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -50,6 +51,12 @@ struct FakeCuda {
   std::string launch_grids() const {
     std::vector<char> buf(1 << 12);
     launch_grids_into(buf.data(), buf.size());
+    return buf.data();
+  }
+  // The launched functions' names since the last reset, each followed by a space.
+  std::string launch_names() const {
+    std::vector<char> buf(1 << 14);
+    launch_names_into(buf.data(), buf.size());
     return buf.data();
   }
 };
@@ -86,6 +93,9 @@ inline FakeCuda& fake() {
         reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_grids"));
     REQUIRE(c.launch_kinds_into != nullptr);
     REQUIRE(c.launch_grids_into != nullptr);
+    c.launch_names_into =
+        reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_names"));
+    REQUIRE(c.launch_names_into != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;

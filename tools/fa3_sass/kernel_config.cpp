@@ -163,7 +163,10 @@ struct RoleSuffix {
   const char* suffix;
   KernelRole role;
 };
-const RoleSuffix kBwdRoles[] = {{"_pre", KernelRole::Preprocess}, {"_post", KernelRole::Postprocess}};
+// _lf: the main loop again, for the deterministic mode's causal calls (bwd.cu), checked as one.
+const RoleSuffix kBwdRoles[] = {{"_pre", KernelRole::Preprocess},
+                                {"_post", KernelRole::Postprocess},
+                                {"_lf", KernelRole::Main}};
 
 bool is_bwd_name(const std::string& name) { return name.rfind("fa3_bwd_", 0) == 0; }
 
@@ -177,7 +180,10 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 void read_bwd_name(KernelTraits& t, const std::string& name) {
   const std::string main = main_kernel_name(name);
   for (const RoleSuffix& r : kBwdRoles)
-    if (main != name && name == main + r.suffix) t.role = r.role;
+    if (main != name && name == main + r.suffix) {
+      t.role = r.role;
+      t.last_first_entry = std::string(r.suffix) == "_lf";
+    }
   const BwdNameParse parsed = parse_bwd_name(main.c_str());
   if (!parsed.ok) {
     apply_tokens(t, split(main, '_'), 2);
@@ -237,8 +243,11 @@ std::string main_kernel_name(const std::string& function_name) {
 
 std::vector<std::string> companion_kernels(const std::string& kernel_name) {
   if (!is_bwd_name(kernel_name) || main_kernel_name(kernel_name) != kernel_name) return {};
+  const BwdNameParse parsed = parse_bwd_name(kernel_name.c_str());
+  const bool last_first = parsed.ok && parsed.config.causal_last_first();
   std::vector<std::string> out;
-  for (const RoleSuffix& r : kBwdRoles) out.push_back(kernel_name + r.suffix);
+  for (const RoleSuffix& r : kBwdRoles)
+    if (std::string(r.suffix) != "_lf" || last_first) out.push_back(kernel_name + r.suffix);
   return out;
 }
 
@@ -331,6 +340,7 @@ std::string describe(const KernelTraits& t) {
     s += ", setmaxnreg " + std::to_string(*t.producer_regs) + "/" + std::to_string(*t.consumer_regs);
   if (t.role == KernelRole::Preprocess) s += ", its _pre kernel";
   if (t.role == KernelRole::Postprocess) s += ", its _post kernel";
+  if (t.role == KernelRole::Main && t.last_first_entry) s += ", its _lf entry";
   if (!t.unknown_tokens.empty()) {
     s += ", unknown tokens:";
     for (const std::string& u : t.unknown_tokens) s += " " + u;

@@ -58,6 +58,7 @@ struct KernelTraits {
                                   // may still take it away: _nows)
   bool fp8 = false;
   KernelRole role = KernelRole::Main;  // _pre / _post of a backward name
+  bool last_first_entry = false;       // a backward kernel's _lf entry (a main loop too)
   // The registers setmaxnreg gives the producer warpgroup (dec) and the consumers (inc), where
   // the config fixes them (backward: BwdConfig::producer_regs / consumer_regs).
   std::optional<int> producer_regs, consumer_regs;
@@ -71,11 +72,12 @@ struct KernelTraits {
 };
 
 KernelTraits traits_from_name(const std::string& kernel_name);
-// The kernel a companion function belongs to: "fa3_bwd_..._w2" for "fa3_bwd_..._w2_pre" and
-// "_post"; any other name is its own.
+// The kernel a companion function belongs to: "fa3_bwd_..._w2" for "fa3_bwd_..._w2_pre",
+// "_post" and "_lf"; any other name is its own.
 std::string main_kernel_name(const std::string& function_name);
 // The functions of a kernel's cubin that fa3-sass inspects besides the kernel itself: a
-// backward kernel's <name>_pre and <name>_post; none for the others.
+// backward kernel's <name>_pre and <name>_post, and <name>_lf where its config has one
+// (BwdConfig::causal_last_first); none for the others.
 std::vector<std::string> companion_kernels(const std::string& kernel_name);
 std::vector<CheckId> checks_for(const KernelTraits& traits);
 // "fwd bf16 d128 m128 n128 s2 w2, loop=pipelined, pingpong, causal" (or "not an fa3 kernel
