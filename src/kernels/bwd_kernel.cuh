@@ -29,8 +29,10 @@
 //                         bwd_dkv_storer).
 // Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
 // LSE in log2 units, the dQ accumulator (where a first writer stores: the blocks no CTA writes)
-// and the semaphores zeroed;
-// line 2) and _post (dQ scaled and converted; line 38).
+// zeroed and the semaphores started (bwd_dq_counter_start); line 2) and _post (dQ scaled and
+// converted; line 38). Where BwdConfig::causal_last_first (d64 causal) the cubin also has _lf:
+// this main loop for the deterministic mode's causal calls, which add a query block's dQ parts
+// the last K/V block's first (kLastFirst).
 #pragma once
 
 #include <math.h>
@@ -302,9 +304,9 @@ struct BwdWork {
     return per_head * p.heads_per_kv_head;
   }
   __device__ __forceinline__ bool descending(const BwdParams& p) const {
-    // (The host launches the _lf entry for kOrderedLastFirst only, and the others for the
-    // other orders; written so, the others compile as before _lf, and the _lf entry of the
-    // d64 _pt kernels without a spill, as other forms, the branch dropped, did not.)
+    // (The host launches the _lf entry for kOrderedLastFirst only, so there this is false; the
+    // compare stays because the _lf entry of the d64 _pt kernels spilled without it, and the
+    // main entry keeps its form from before _lf.)
     return Tr::kCausal &&
            (Tr::kLastFirst ? p.ordered_adds == kOrderedKvBlocks : p.ordered_adds != 0);
   }
