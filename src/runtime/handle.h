@@ -93,7 +93,8 @@ class ContextScope {
 // The kernel's function in `context` (current), loading its cubin the first time.
 Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out);
 
-// A backward kernel's three functions (the main loop, <name>_pre, <name>_post) in `context`.
+// A backward kernel's functions (the main loop, <name>_pre, <name>_post, and <name>_lf where
+// BwdConfig::causal_last_first) in `context`.
 struct BackwardFunctions {
   CUfunction main = nullptr, pre = nullptr, post = nullptr;
   CUfunction last_first = nullptr;  // <name>_lf, where the kernel has one

@@ -132,13 +132,17 @@ CUresult module_get_function(CUfunction* f, CUmodule, const char* name) {
   return CUDA_SUCCESS;
 }
 
+// The name a function handle of cuModuleGetFunction was got by ("?" for any other handle).
+std::string function_name(CUfunction f) {
+  const size_t i = reinterpret_cast<uintptr_t>(f) - 0x2001;
+  return i < state().function_names.size() ? state().function_names[i] : std::string("?");
+}
+
 // Bytes of the one parameter a kernel takes, from its name (as the real driver knows it from
 // the cubin): every fa3_bwd_* kernel (pre- and postprocess too) a BwdParams, fa3_fwd_* a
 // FwdParams; 0 for a name of neither.
 size_t param_bytes(CUfunction f) {
-  const size_t i = reinterpret_cast<uintptr_t>(f) - 0x2001;
-  if (i >= state().function_names.size()) return 0;
-  const std::string& name = state().function_names[i];
+  const std::string name = function_name(f);
   if (name.rfind("fa3_bwd_", 0) == 0) return sizeof(fa3::BwdParams);
   if (name.rfind("fa3_fwd_", 0) == 0) return sizeof(fa3::FwdParams);
   return 0;
@@ -176,9 +180,7 @@ CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** par
       programmatic = config->attrs[i].value.programmaticStreamSerializationAllowed != 0;
   state().launch_kinds += programmatic ? 'P' : '-';
   state().launch_grids += std::to_string(config->gridDimX) + " ";
-  const size_t fi = reinterpret_cast<uintptr_t>(f) - 0x2001;
-  state().launch_names +=
-      (fi < state().function_names.size() ? state().function_names[fi] : std::string("?")) + " ";
+  state().launch_names += function_name(f) + " ";
   // Every kernel takes one parameter block; keep its bytes for the test to decode.
   const unsigned char* p = static_cast<const unsigned char*>(params[0]);
   state().last_params.assign(p, p + param_bytes(f));
