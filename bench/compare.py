@@ -1188,8 +1188,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                              f"--side-by-side: fa3, fa3-lse, fa3-prev with --prev-lib, "
                              f"fa3-public when importable; --side-by-side --direction bwd: "
                              f"{','.join(SIDE_BY_SIDE_BACKWARD_SYSTEMS)}). fa3-lse is "
-                             f"forward-only, fa3-det (fa3's deterministic backward) "
-                             f"backward-only")
+                             f"forward-only, fa3-det (fa3's deterministic backward) and "
+                             f"fa3-prev-det (the previous build's) backward-only")
     parser.add_argument("--side-by-side", action="store_true",
                         help="this build against the previous one (--prev-lib) and the public "
                              "FA3 (--public-fa3): the defaults above, tables in --out-dir")
