@@ -145,16 +145,20 @@ struct BwdConfig {
   constexpr int dq_piece_cols() const { return kv_transposed() ? 64 : dq_cols(); }
   constexpr int dq_pieces() const { return consumer_warpgroups * (dq_cols() / dq_piece_cols()); }
   constexpr int dq_slots() const { return kv_transposed() ? 3 : consumer_warpgroups; }
+  // Whether the dQ pieces share a ring of buffers (_kvt: more pieces than buffers), not a
+  // buffer each.
+  constexpr bool dq_ring() const { return dq_slots() != dq_pieces(); }
   // Whether the cubin has a <name>_lf entry (last_first), for the deterministic mode's causal
   // calls, whose dQ adds go the last K/V block's first (kOrderedLastFirst; bwd_kernel.cuh,
-  // BwdWork::add_rank): the d64 kernels (128-row query blocks). Measured against the
+  // BwdWork::add_rank): the kernels whose query blocks are as tall as their K/V blocks, the
+  // d64 picks (128 and 128; in the lab also d256 _kvh, 64 and 64). Measured against the
   // descending walk in K/V block order (docs/perf-history.md v39): d64 causal 1.02-1.09x from
   // 2k, but d128 causal (64-row query blocks) 0.92-0.96x, which keep it; _kvt's ring of dQ
   // buffers leaves its dQ writer no register for it at 24 (every form tried spilled 4-40
   // bytes). An entry of its own, as any change to the main kernel's code moves ptxas's
   // schedule of the default mode's step (the single-entry form ran d64 causal 1-1.5% slower).
   constexpr bool causal_last_first() const {
-    return causal && dq_slots() == dq_pieces() && block_m == block_n;
+    return causal && !dq_ring() && block_m == block_n;
   }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its

@@ -101,6 +101,7 @@ struct BwdTraits {
   static constexpr int kDqPieceCols = kCfg.dq_piece_cols();
   static constexpr int kDqPieces = kCfg.dq_pieces();
   static constexpr int kDqSlots = kCfg.dq_slots();
+  static constexpr bool kDqRing = kCfg.dq_ring();  // _kvt: the pieces share a ring of buffers
   // The <name>_lf entry: the deterministic mode's causal calls, the last K/V block's dQ adds
   // first (kOrderedLastFirst, BwdWork::add_rank; where and why: BwdConfig::causal_last_first).
   static constexpr bool kLastFirst = kCfg.last_first;
@@ -463,9 +464,8 @@ __device__ __forceinline__ int64_t bwd_dq_piece_offset(int piece) {
 template <class Tr>
 __device__ __forceinline__ int bwd_dq_wait_piece(const BwdSmem<Tr>& sm, int t, int piece,
                                                  uint32_t dq_fills) {
-  constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
   const typename BwdSmem<Tr>::DqRingPosition at_ring =
-      kRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
+      Tr::kDqRing ? sm.dq_ring_position(Tr::kDqPieces * t + piece)
             : typename BwdSmem<Tr>::DqRingPosition{piece, (dq_fills + t) & 1};
   tile::mbarrier_wait(sm.dq_full_bar(at_ring.slot), at_ring.phase);
   return at_ring.slot;
@@ -510,8 +510,8 @@ __device__ __forceinline__ void bwd_dq_free_after_reads(const BwdSmem<Tr>& sm) {
 // adds; a first store), the step's bulk operations must be complete in global memory, not only
 // have read shared memory, before `increment` is released on it; the buffers are then freed at
 // once (freed after their reads instead, the deterministic mode lost 4-5% at d128 from 4k: an
-// H100, v27c). Otherwise the ring's last buffer (kRing) or each buffer is freed once read.
-template <class Tr, bool kRing>
+// H100, v27c). Otherwise the ring's last buffer (kDqRing) or each buffer is freed once read.
+template <class Tr>
 __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publish,
                                                 int32_t* counter, int32_t increment,
                                                 int last_slot) {
@@ -520,7 +520,7 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
     ptx::fence_proxy_async_global();
     ptx::red_add_release_gpu(counter, increment);
   };
-  if constexpr (kRing) {
+  if constexpr (Tr::kDqRing) {
     if (publish) publish_step();
     ptx::bulk_wait_group_read<0>();
     ptx::mbarrier_arrive(sm.dq_empty_bar(last_slot));
@@ -562,8 +562,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   // A ring of buffers (_kvt) or a buffer per piece (bwd_dq_wait_piece).
-  constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
-  static_assert(!(kRing && Tr::kPersistent), "_pt: a buffer per piece");
+  static_assert(!(Tr::kDqRing && Tr::kPersistent), "_pt: a buffer per piece");
   // The parts come on dq_full a step each (a tile's dK_j and dV_j on dkv_full: bwd_dkv_storer).
   const uint32_t dq_fills = carry.steps();
   // The accumulator zeroed and the counters reset by the preprocess.
@@ -600,11 +599,11 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
                              policy);
       // The ring's buffers come back within the step: the last piece's once its add has read
       // it, after this piece's add is issued.
-      if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
+      if constexpr (Tr::kDqRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // Ordered: the next K/V block's CTA adds once this one's adds are complete.
-    bwd_dq_end_step<Tr, kRing>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
-                               last_slot);
+    bwd_dq_end_step<Tr>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
+                        last_slot);
   }
   // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
@@ -629,7 +628,6 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
   const uint64_t policy = ptx::l2_policy_evict_last();
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
-  constexpr bool kRing = Tr::kDqSlots != Tr::kDqPieces;
   const uint32_t dq_fills = carry.steps();
   if (carry.first()) ptx::griddepcontrol_wait();  // the counters reset by the preprocess
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
@@ -658,11 +656,11 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
       if (!Tr::kSharedDs && piece > 0 && first) ptx::bulk_wait_group<0>();
       float* part = block + bwd_dq_piece_offset<Tr>(piece);
       bwd_dq_write_piece<Tr>(sm, part, slot, first && (Tr::kSharedDs || piece == 0), policy);
-      if constexpr (kRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
+      if constexpr (Tr::kDqRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
     }
     // The first store complete in global memory before any other CTA adds (the tickets never
     // reach kDqReady).
-    bwd_dq_end_step<Tr, kRing>(sm, first, p.dq_semaphore + counter, kDqReady, last_slot);
+    bwd_dq_end_step<Tr>(sm, first, p.dq_semaphore + counter, kDqReady, last_slot);
   }
   if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
 }
@@ -1300,11 +1298,12 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
 // zeroed (ordered adds and _fs: only where no K/V block adds, the first writer stores), the
-// query block's counter reset (ordered adds and _fs) and (_pt) the tile counter. head_dim / 8
-// threads a row, 8 elements each (16-byte loads where O and dO allow them), the loads of 8
-// rows a thread issued before their first sum: with a warp a row, 4-byte loads and a row at a
-// time, the kernel took 78 us at d128 causal 1k against the public FA3's 65 (now 67); 16 rows
-// a thread at d256 took 168 registers and 76 us (8 rows: 71 us, the public FA3 67).
+// query block's counter started (ordered adds and _fs; bwd_dq_counter_start) and (_pt) the
+// tile counter. head_dim / 8 threads a row, 8 elements each (16-byte loads where O and dO
+// allow them), the loads of 8 rows a thread issued before their first sum: with a warp a row,
+// 4-byte loads and a row at a time, the kernel took 78 us at d128 causal 1k against the public
+// FA3's 65 (now 67); 16 rows a thread at d256 took 168 registers and 76 us (8 rows: 71 us,
+// the public FA3 67).
 template <class C>
 __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   using Tr = BwdTraits<C>;
