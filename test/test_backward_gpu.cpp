@@ -789,6 +789,9 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       {true, 64, true, 2, 3000, 3000, 16, 4},
                       {false, 64, false, 1, 2000, 4100, 16, 8},
                       {true, 256, false, 1, 700, 1100, 4, 2},
+                      // d64 and d256 non-causal await the next step's turn before
+                      // publishing this one's (BwdConfig::dq_turn_early): more tiles than SMs
+                      {true, 256, false, 2, 2000, 3000, 8, 4},
                       {false, 256, true, 1, 1300, 1300, 2, 1},
                       // causal, the later K/V blocks' adds first (BwdWork::add_rank):
                       // seqlen_k > seqlen_q (the first blocks all start at query block 0),

@@ -106,6 +106,7 @@ struct BwdTraits {
   // first (kOrderedLastFirst, BwdWork::add_rank; where and why: BwdConfig::causal_last_first).
   static constexpr bool kLastFirst = kCfg.last_first;
   static constexpr bool kHasLastFirst = kCfg.causal_last_first();  // the cubin has _lf
+  static constexpr bool kDqTurnEarly = kCfg.dq_turn_early();
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
@@ -567,6 +568,16 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
   const uint32_t dq_fills = carry.steps();
   // The accumulator zeroed and the counters reset by the preprocess.
   if (carry.first()) ptx::griddepcontrol_wait();
+  // Tr::kDqTurnEarly (BwdConfig::dq_turn_early): step t + 1's turn is awaited before step t
+  // is published. That cannot deadlock: the CTAs ranked before this one at a query block are
+  // ranked before it at every block, so they never wait for it.
+  auto await_turn = [&](const BwdStep& s) {
+    tile::wait_counter_equals(
+        p.dq_semaphore + (static_cast<int64_t>(w.batch) * p.heads + s.head) * p.num_m_blocks +
+            s.m_block,
+        w.n_block);
+  };
+  if (Tr::kDqTurnEarly && p.ordered_adds && steps > 0) await_turn(at);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     const int64_t bh = static_cast<int64_t>(w.batch) * p.heads + head;
@@ -575,7 +586,9 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
     bool first_turn = false;  // (kLastFirst: the counter's kDqFirstTurn)
     if (p.ordered_adds) {
       semaphore = p.dq_semaphore + bh * p.num_m_blocks + m_block;
-      if constexpr (Tr::kLastFirst) {
+      if constexpr (Tr::kDqTurnEarly) {
+        static_assert(!Tr::kLastFirst, "early turns: non-causal calls, K/V block order");
+      } else if constexpr (Tr::kLastFirst) {
         const int32_t seen = tile::wait_counter_masked(semaphore, ~kDqFirstTurn, w.add_rank(p));
         first_turn = (seen & kDqFirstTurn) != 0;
       } else {
@@ -600,6 +613,11 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       // The ring's buffers come back within the step: the last piece's once its add has read
       // it, after this piece's add is issued.
       if constexpr (Tr::kDqRing) bwd_dq_ring_free_last<Tr>(sm, piece, slot, &last_slot);
+    }
+    if (Tr::kDqTurnEarly && p.ordered_adds && t + 1 < steps) {
+      BwdStep next = at;
+      w.advance(p, &next);
+      await_turn(next);
     }
     // Ordered: the next K/V block's CTA adds once this one's adds are complete.
     bwd_dq_end_step<Tr>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
