@@ -163,8 +163,9 @@ struct BwdConfig {
   // Whether the dQ writer, with ordered adds, awaits the next step's turn while this step's
   // adds complete (bwd_dq_adder), not once this step is published: the poll's round trip to
   // L2 then leaves the writer's path from a staged piece to its add (a diagnostic build
-  // without the waits ran the deterministic mode 6-8% faster at d128 causal, one with the
-  // turn awaited but the publication not awaiting completion no faster). Measured
+  // without the waits ran the deterministic mode 6-8% faster at d128 causal; one that
+  // published a step once its adds had read shared memory, not once they completed, no
+  // faster). Measured
   // (docs/perf-history.md v40): non-causal deterministic calls d64 +1-3%, d256 +5-10%; causal
   // ones lost 3-11%, as the descending walk in K/V block order queues a pair's CTAs at each
   // query block, so that a CTA awaiting its next turn before it publishes holds up the CTA
