@@ -165,12 +165,11 @@ struct BwdConfig {
   // L2 then leaves the writer's path from a staged piece to its add (a diagnostic build
   // without the waits ran the deterministic mode 6-8% faster at d128 causal; one that
   // published a step once its adds had read shared memory, not once they completed, no
-  // faster). Measured
-  // (docs/perf-history.md v40): non-causal deterministic calls d64 +1-3%, d256 +5-10%; causal
-  // ones lost 3-11%, as the descending walk in K/V block order queues a pair's CTAs at each
-  // query block, so that a CTA awaiting its next turn before it publishes holds up the CTA
-  // behind it; d128's default mode lost 1-3% (ptxas's schedule of the step moved), where its
-  // deterministic mode gained too little to pay for it.
+  // faster). Measured (docs/perf-history.md v40): non-causal deterministic calls d64 +1-3%,
+  // d256 +5-10%; causal ones lost 3-11%, as the descending walk in K/V block order queues a
+  // pair's CTAs at each query block, so that a CTA awaiting its next turn before it publishes
+  // holds up the CTA behind it; d128's default mode lost 1-3% (ptxas's schedule of the step
+  // moved), where its deterministic mode gained too little to pay for it.
   constexpr bool dq_turn_early() const { return !causal && head_dim != 128; }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
