@@ -199,7 +199,7 @@ for step in "${steps[@]}"; do
       run_step ncu-bwd 500 bash -c 'cd bench; for s in ${PROFILE_SYSTEMS:-fa3 fa3-public}; do
         echo "### $s ${PROFILE_ARGS:=--hdim 128 --seqlen 8192 --causal 1}"
         ncu --kernel-name-base demangled \
-          --kernel-name regex:"FlashAttnBwdSm90|cudnn.*(dgrad|bprop|bwd)|^fa3_bwd_[a-z0-9_]*_w[0-9](_kv[ht])?(_dq[hq])?(_causal)?$" \
+          --kernel-name regex:"FlashAttnBwdSm90|cudnn.*(dgrad|bprop|bwd)|^fa3_bwd_[a-z0-9_]*(causal|_fs|_pt|_dq[hqt]|_rw|_lf)$" \
           --launch-skip 1 --launch-count 1 --set none --section SpeedOfLight \
           --section ComputeWorkloadAnalysis --section InstructionStats --section LaunchStats \
           --section Occupancy --section WarpStateStats --section SchedulerStats \
