@@ -50,9 +50,9 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
 
 // The workspace of Args' problem: batch 2 x heads 8 x 160 rows (100 rounded up to whole
 // 128-row blocks, 128, and to whole 80-row blocks, 160: the larger) = 2560 rows; lse_log2
-// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores and
-// the _pt kernels' tile counter.
-constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4;
+// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores, the
+// _pt kernels' tile counter and a counter per (batch, K/V head) pair (2 x 2).
+constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4 + 4 * 4;
 
 struct Args {
   fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
@@ -285,7 +285,7 @@ const Rule kRules[] = {
      FA3_ERR_INVALID_ARGUMENT, "workspace (0xa00000080) must be 256-byte aligned"},
     {"workspace too small", [](Args& a) { a.workspace_bytes = kArgsWorkspaceBytes - 1; },
      FA3_ERR_INVALID_ARGUMENT,
-     "workspace_bytes (1331363) is less than the 1331364 bytes this problem needs (fa3_backward_workspace_size)"},
+     "workspace_bytes (1331379) is less than the 1331380 bytes this problem needs (fa3_backward_workspace_size)"},
     {"workspace overlaps dv", [](Args& a) { a.workspace = reinterpret_cast<char*>(kDv) + 256; },
      FA3_ERR_INVALID_ARGUMENT,
      "workspace overlaps dv in memory: the workspace must not share memory with a tensor or lse"},
@@ -560,7 +560,8 @@ TEST_CASE("backward: two tensors share an element exactly when their strides say
 
 TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   fa3::BackwardProblem prob;
-  prob.batch = 2; prob.heads = 8; prob.seqlen_q = 100; prob.seqlen_k = 300; prob.head_dim = 128;
+  prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
+  prob.head_dim = 128;
   fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
   CHECK(w.lse_log2 == 0u);
   CHECK(fa3::backward_rows(100) == 160);           // 80-row blocks need more than 128-row ones
@@ -568,7 +569,8 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dq_accum == 20480u);
   CHECK(w.dq_semaphore == 20480u + 2560u * 128 * 4);
   CHECK(w.tile_counter == w.dq_semaphore + 2560 / 64 * 4);  // one int32 per 64 rows
-  CHECK(w.total == w.tile_counter + 4);
+  CHECK(w.pair_done == w.tile_counter + 4);
+  CHECK(w.total == w.pair_done + 2 * 2 * 4);  // one int32 per (batch, K/V head) pair
   CHECK(w.total == kArgsWorkspaceBytes);
   // Every kernel's last query block lies inside the rows: whole blocks of 64, 80 and 128.
   for (int64_t s : {1, 63, 64, 65, 79, 80, 81, 127, 128, 129, 160, 255, 256, 640, 1000, 8192})
@@ -580,23 +582,23 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
     }
 
   // One row: everything rounds up to a 128-row block (two 64-row semaphores); d64.
-  prob.batch = 1; prob.heads = 1; prob.seqlen_q = 1; prob.head_dim = 64;
+  prob.batch = 1; prob.heads = 1; prob.heads_kv = 1; prob.seqlen_q = 1; prob.head_dim = 64;
   w = fa3::backward_workspace(prob);
   CHECK(w.dpsum == 512u);
   CHECK(w.dq_accum == 1024u);
   CHECK(w.dq_semaphore == 1024u + 128 * 64 * 4);
   CHECK(w.tile_counter == w.dq_semaphore + 2 * 4);
-  CHECK(w.total == w.tile_counter + 4);
+  CHECK(w.total == w.tile_counter + 4 + 4);
 
   // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout (8192 rows
   // take 103 blocks of 80: 8240).
-  prob.batch = 2; prob.heads = 1032; prob.seqlen_q = 8192; prob.head_dim = 128;
+  prob.batch = 2; prob.heads = 1032; prob.heads_kv = 8; prob.seqlen_q = 8192; prob.head_dim = 128;
   w = fa3::backward_workspace(prob);
   const size_t rows = size_t{2} * 1032 * 8240;
   CHECK(w.dpsum == rows * 4);
   CHECK(w.dq_accum == rows * 8);
   CHECK(w.dq_semaphore == rows * 8 + rows * 128 * 4);
-  CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4);
+  CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4 + 2 * 8 * 4);
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 }
@@ -730,7 +732,8 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);  // + the tile counter
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4 + 2 * 2 * 4);  // + the tile
+  // counter and the pair counters
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -772,6 +775,7 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(address_of(p.dpsum) == kWorkspace + w.dpsum);
   CHECK(address_of(p.dq_accum) == kWorkspace + w.dq_accum);
   CHECK(address_of(p.dq_semaphore) == kWorkspace + w.dq_semaphore);
+  CHECK(address_of(p.pair_done) == kWorkspace + w.pair_done);
   CHECK(p.lse == a.lse);
   CHECK(address_of(p.dq) == kDq);
   CHECK(address_of(p.dk) == kDk);
@@ -832,11 +836,15 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     fake().reset();
     REQUIRE(small.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == "32 128 32 ");
+    // The postprocess starts early (BwdParams::post_early) only after a CTA a tile, more CTAs
+    // than SMs: here no CTA need have completed before the postprocess starts.
+    CHECK(last_params().post_early == 0);
     Args large;
     d64(large, 8192, causal);
     fake().reset();
     REQUIRE(large.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
+    CHECK(last_params().post_early == (causal ? 0 : 1));  // _pt: the whole grid
     // The deterministic mode: the causal pick's _lf entry (BwdConfig::causal_last_first),
     // with the last K/V block's adds first; non-causal calls the main entry.
     large.p.deterministic = 1;

@@ -718,6 +718,37 @@ TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backwa
   CHECK(kernels >= 2);
 }
 
+TEST_CASE("the postprocess converts each pair's dQ once its CTAs are done (one-tile kernels)",
+          "[gpu][backward]") {
+  // More tiles than SMs for each compiled kernel that runs a CTA a tile: the runtime then
+  // lets the postprocess start under the main kernel's last wave (BwdParams::post_early), each
+  // CTA converting its query block once the (batch, K/V head) pair's CTAs have counted their
+  // dQ adds complete; GQA, seqlen_q != seqlen_k and padded outputs as above.
+  Runner runner;
+  const Shape shapes[] = {
+      {2, 4000, 4000, 16, 4, Layout::Contiguous},    // 2 x 4 pairs x 32 blocks of 128 keys, GQA 4
+      {1, 1500, 9000, 8, 8, Layout::HeadsMajor},     // 8 x 71, seqlen_q < seqlen_k
+      {2, 2100, 2100, 8, 8, Layout::PaddedOutputs},  // 16 x 17
+  };
+  int kernels = 0;
+  uint64_t seed = 5100;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    const auto cfg = fa3::parse_bwd_kernel_name(name);
+    if (!cfg || cfg->persistent) continue;
+    ++kernels;
+    for (const Shape& s : shapes) {
+      const Case c = case_of(s, cfg->dtype == fa3::DType::BF16, cfg->head_dim, cfg->causal);
+      INFO(name << ": " << c.describe());
+      RunOptions named;
+      named.kernel = name;
+      check_outcome(runner.run(c, seed, named));
+      seed += 7919;
+    }
+  }
+  CHECK(kernels >= 2);
+}
+
 TEST_CASE("every compiled backward kernel, named, matches the float64 reference",
           "[gpu][backward]") {
   // The table picks a kernel by seqlen_q too (d128 non-causal: _dqh below 1024 query rows,

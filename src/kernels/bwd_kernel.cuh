@@ -537,6 +537,17 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
   }
 }
 
+// BwdParams::post_early, at a one-tile CTA's end, once its dQ adds are complete
+// (bulk_wait_group<0>): the pair's counter raised for the postprocess (the proxy fence orders
+// the bulk operations' writes before the release).
+template <class Tr>
+__device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, const BwdWork<Tr>& w) {
+  static_assert(!Tr::kPersistent, "_pt: the postprocess waits for the whole grid");
+  if (!p.post_early) return;
+  ptx::fence_proxy_async_global();
+  ptx::red_add_release_gpu(p.pair_done + static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head, 1);
+}
+
 // Ordered adds in the _lf entry (kLastFirst): a query block's counter starts at its first
 // adder's rank (BwdWork::add_rank) with this bit set, which that adder's publication clears:
 // so the writer learns from the counter whether it stores (bwd_dq_counter_start), and no step
@@ -624,7 +635,10 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
                         last_slot);
   }
   // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
-  if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
+  if constexpr (!Tr::kPersistent) {
+    ptx::bulk_wait_group<0>();
+    bwd_publish_pair_done<Tr>(p, w);
+  }
 }
 
 constexpr int32_t kDqReady = 1 << 30;  // the first store of a query block is complete
@@ -680,7 +694,10 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     // reach kDqReady).
     bwd_dq_end_step<Tr>(sm, first, p.dq_semaphore + counter, kDqReady, last_slot);
   }
-  if constexpr (!Tr::kPersistent) ptx::bulk_wait_group<0>();
+  if constexpr (!Tr::kPersistent) {
+    ptx::bulk_wait_group<0>();
+    bwd_publish_pair_done<Tr>(p, w);
+  }
 }
 
 // _pt, warp 2 of the producer warpgroup (one thread): each tile's dK_j and dV_j, which each
@@ -1202,9 +1219,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
   const BwdSmem<Tr> sm(base);
-  // The postprocess may be scheduled once every CTA of this grid is resident: it waits for
-  // the grid's completion (griddepcontrol_wait) on the SMs the last CTAs leave, instead of
-  // being launched after it.
+  // The postprocess may be scheduled once every CTA of this grid has started: on the SMs the
+  // last CTAs leave, it waits for the grid's completion (griddepcontrol_wait) or, with
+  // BwdParams::post_early, for each pair's CTAs (bwd_publish_pair_done), instead of being
+  // launched after it.
   ptx::griddepcontrol_launch_dependents();
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
@@ -1289,12 +1307,14 @@ __device__ __forceinline__ int32_t bwd_dq_counter_start(const BwdParams& p, int 
 // last writes (the first pairs' zeroed dQ accumulator, LSE and D) and the main kernel's last
 // adds (the last pairs' accumulator) are still in L2 when the next kernel reads them first
 // (A/B: +0.5-1.7% at 512-1k, level from 2k).
+// The postprocess with BwdParams::post_early takes them in order instead: the first pairs'
+// adds complete first.
 struct BwdAuxBlock {
   int m_block, head, batch;
-  __device__ __forceinline__ BwdAuxBlock()
-      : m_block(static_cast<int>(gridDim.x - 1 - blockIdx.x)),
-        head(static_cast<int>(gridDim.y - 1 - blockIdx.y)),
-        batch(static_cast<int>(gridDim.z - 1 - blockIdx.z)) {}
+  __device__ __forceinline__ explicit BwdAuxBlock(bool reversed = true)
+      : m_block(static_cast<int>(reversed ? gridDim.x - 1 - blockIdx.x : blockIdx.x)),
+        head(static_cast<int>(reversed ? gridDim.y - 1 - blockIdx.y : blockIdx.y)),
+        batch(static_cast<int>(reversed ? gridDim.z - 1 - blockIdx.z : blockIdx.z)) {}
 };
 
 // Whether every 8-element piece (8 head-dim columns from a multiple of 8) of a 16-bit tensor
@@ -1346,6 +1366,10 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   const int row_in_pass = static_cast<int>(threadIdx.x) / kRowThreads;
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
   const bool wide = pieces_16b_aligned(p.o, p.o_stride) && pieces_16b_aligned(p.dout, p.do_stride);
+  // The count of main-kernel CTAs done of pair (batch, head) (BwdParams::post_early; there
+  // are heads_kv <= heads of them a batch).
+  if (threadIdx.x == 0 && m_block == 0 && head < p.heads_kv)
+    p.pair_done[static_cast<int64_t>(batch) * p.heads_kv + head] = 0;
 #pragma unroll 1
   for (int pass0 = 0; pass0 < kPasses; pass0 += kBatch) {
     uint4 o8[kBatch], do8[kBatch];
@@ -1423,9 +1447,19 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   // copy out; 8 rows of a warp's fragment stores fall on distinct banks).
   constexpr int kRowWords = Tr::kHeadDim / 2 + 4;
   __shared__ __align__(16) uint32_t tile[Tr::kBlockM * kRowWords];
-  ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
-  const BwdAuxBlock at;
+  const BwdAuxBlock at(!p.post_early);
   const int m_block = at.m_block, head = at.head, batch = at.batch;
+  if (p.post_early) {
+    // The pair's main-kernel CTAs (one per K/V block) have all made their adds (bwd_publish_
+    // pair_done); what they released is visible to the CTA after the barrier.
+    if (threadIdx.x == 0)
+      tile::wait_counter_equals_idle(
+          p.pair_done + static_cast<int64_t>(batch) * p.heads_kv + head / p.heads_per_kv_head,
+          p.num_n_blocks, 500);
+    __syncthreads();
+  } else {
+    ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
+  }
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
   constexpr int kBandFloats = 64 * Tr::kHeadDim;
   const float4* block = reinterpret_cast<const float4*>(

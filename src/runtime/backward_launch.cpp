@@ -104,6 +104,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
   p.dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
   p.tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
+  p.pair_done = reinterpret_cast<int32_t*>(workspace + ws.pair_done);
   p.seqlen_q = static_cast<int32_t>(prob.seqlen_q);
   p.seqlen_k = static_cast<int32_t>(prob.seqlen_k);
   p.seqlen_q_rounded = static_cast<int32_t>(rows);
@@ -131,6 +132,13 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   const unsigned main_ctas =
       c.persistent ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count)))
                    : static_cast<unsigned>(ctas);
+  // The postprocess's early start (BwdParams::post_early): a CTA a tile, more CTAs than SMs.
+  // A main CTA fills an SM (its registers alone), so the postprocess, launched once every
+  // main CTA has started, runs after at least one main CTA has completed, and so after that
+  // CTA's wait for the preprocess (griddepcontrol.wait): the pair counters it polls were
+  // zeroed by this call's preprocess, not left by an earlier call. (The persistent kernels'
+  // CTAs end together: nothing to overlap.)
+  params->post_early = !c.persistent && ctas > std::max(1, sm_count);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};

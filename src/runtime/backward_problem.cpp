@@ -231,7 +231,9 @@ BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
                             kWorkspaceAlignment);
   w.tile_counter =
       w.dq_semaphore + rows / static_cast<size_t>(kWorkspaceSemaphoreRows) * sizeof(int32_t);
-  w.total = w.tile_counter + sizeof(uint32_t);
+  w.pair_done = w.tile_counter + sizeof(uint32_t);
+  w.total = w.pair_done +
+            static_cast<size_t>(prob.batch) * static_cast<size_t>(prob.heads_kv) * sizeof(int32_t);
   return w;
 }
 

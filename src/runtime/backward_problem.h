@@ -30,10 +30,12 @@ struct BackwardProblem {
 // (whole query blocks of every backward kernel): lse_log2 and dpsum: float[batch * heads *
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
-// smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
-// total: the bytes a workspace needs (the end of tile_counter).
+// smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter);
+// pair_done: int32[batch * heads_kv] right after (per (batch, K/V head) pair, the main kernel's
+// CTAs whose dQ adds are complete: BwdParams::post_early). total: the bytes a workspace needs
+// (the end of pair_done).
 struct BackwardWorkspace {
-  size_t lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, total;
+  size_t lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, pair_done, total;
 };
 constexpr size_t kWorkspaceAlignment = 256;
 constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest

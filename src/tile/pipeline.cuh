@@ -79,6 +79,26 @@ __device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int3
   wait_counter_masked(counter, ~0, value);
 }
 
+// Until the counter reads `value`, `backoff_ns` asleep between polls: a wait of many threads
+// that may last a kernel's last wave (the backward's postprocess, BwdParams::post_early).
+// Debug builds give up after ~2^34 cycles with a message and a trap.
+__device__ __forceinline__ void wait_counter_equals_idle(const int32_t* counter, int32_t value,
+                                                         uint32_t backoff_ns) {
+#if FA3_DEBUG_HANG
+  const long long start = clock64();
+#endif
+  while (ptx::ld_acquire_gpu(counter) != value) {
+    ptx::nanosleep(backoff_ns);
+#if FA3_DEBUG_HANG
+    if (clock64() - start > (1ll << 34)) {
+      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %d)\n",
+             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, value);
+      __trap();
+    }
+#endif
+  }
+}
+
 // Until the counter has all of `bits` set: the first store's ready bit (_fs).
 __device__ __forceinline__ void wait_counter_bits(const int32_t* counter, int32_t bits) {
   wait_counter_masked(counter, bits, bits);
