@@ -112,7 +112,7 @@ for step in "${steps[@]}"; do
     backward)
       # The backward alone: its GPU tests (not [large]), fa3-sass on its kernels, and the
       # three sanitizers on its [sanitize] cases.
-      run_step backward-tests 200 build/fa3_tests '[gpu][backward]~[large]'
+      run_step backward-tests 300 build/fa3_tests '[gpu][backward]~[large]'
       run_step backward-sass 120 build/fa3-sass --lib build/libfa3.so 'fa3_bwd_*'
       run_step backward-sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' \
         tools/sanitize.sh build/fa3_tests ;;
