@@ -688,7 +688,7 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
 
 TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
   // More tiles (K/V blocks) than SMs, so that every CTA of each compiled _pt kernel (by name:
-  // the table picks them for causal calls at head dims 64 and 128, below 8192 query rows at
+  // the table picks them for causal calls at head dims 64 and 128, below 2048 query rows at
   // 128, and for d128 non-causal calls from 1024) draws tiles from the counter
   // and the carried pipeline, dS^T and dQ-buffer phases cross tile boundaries; dK and dV leave
   // through shared memory (the dQ buffers; head dim 128 also dV's own or the dS^T stages), or
@@ -982,7 +982,7 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // the dQ buffers while the next tile runs).
   cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 300;
   cases[6].seqlen_k = 300; cases[6].heads = 64; cases[6].heads_kv = 64;
-  // So is the d128 causal pick below 8192 query rows, whose dV_j leaves from buffers of its own.
+  // So is the d128 causal pick below 2048 query rows, whose dV_j leaves from buffers of its own.
   cases[7].bf16 = true; cases[7].head_dim = 128; cases[7].causal = true; cases[7].seqlen_q = 300;
   cases[7].seqlen_k = 300; cases[7].heads = 64; cases[7].heads_kv = 32;
   // The d64 causal deterministic mode: the last K/V block's adds first, the tiles shortest

@@ -521,7 +521,7 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
   }
   // The backward's picks are production kernels too, and every production backward kernel is
   // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and at d128 a second
-  // one each: non-causal _dqt_rw_fs_pt for seqlen_q from 1024, causal _p32 from 8192).
+  // one each: non-causal _dqt_rw_fs_pt for seqlen_q from 1024, causal _p32 from 2048).
   const std::set<std::string> backward = backward_kernels();
   const std::set<std::string> backward_picks = table_kernels("bwd");
   CHECK(backward_picks.size() == 16);
@@ -649,7 +649,7 @@ TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
   CHECK(covered.size() == 12);
-  // d128 non-causal: _dqh below 1024 query rows, _dqt_rw_fs_pt from there; causal: _pt below 8192,
+  // d128 non-causal: _dqh below 1024 query rows, _dqt_rw_fs_pt from there; causal: _pt below 2048,
   // _p32 from there.
   CHECK(backward.size() == 16);
   for (const std::string& name : backward_lab_kernels()) {
