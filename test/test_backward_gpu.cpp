@@ -686,6 +686,29 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
   }
 }
 
+// Runs each compiled backward kernel that is (or is not) persistent by name on every shape,
+// the seed advancing by 7919 a run; returns how many kernels ran.
+template <size_t N>
+int run_each_backward_kernel(Runner& runner, const Shape (&shapes)[N], bool persistent,
+                             uint64_t seed) {
+  int kernels = 0;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    const auto cfg = fa3::parse_bwd_kernel_name(name);
+    if (!cfg || cfg->persistent != persistent) continue;
+    ++kernels;
+    for (const Shape& s : shapes) {
+      const Case c = case_of(s, cfg->dtype == fa3::DType::BF16, cfg->head_dim, cfg->causal);
+      INFO(name << ": " << c.describe());
+      RunOptions named;
+      named.kernel = name;
+      check_outcome(runner.run(c, seed, named));
+      seed += 7919;
+    }
+  }
+  return kernels;
+}
+
 TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
   // More tiles (K/V blocks) than SMs, so that every CTA of each compiled _pt kernel (by name:
   // the table picks them for causal calls at head dims 64 and 128, below 2048 query rows at
@@ -699,23 +722,7 @@ TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backwa
       {1, 1500, 9000, 8, 8, Layout::HeadsMajor},     // 8 x 71: 568 tiles, seqlen_q < seqlen_k
       {2, 2100, 2100, 8, 8, Layout::PaddedOutputs},  // 16 x 17: 272 tiles, dK, dV by plain stores
   };
-  int kernels = 0;
-  uint64_t seed = 4100;
-  for (int i = 0; i < fa3_kernel_count(); ++i) {
-    const std::string name = fa3_kernel_name(i);
-    const auto cfg = fa3::parse_bwd_kernel_name(name);
-    if (!cfg || !cfg->persistent) continue;
-    ++kernels;
-    for (const Shape& s : shapes) {
-      const Case c = case_of(s, cfg->dtype == fa3::DType::BF16, cfg->head_dim, cfg->causal);
-      INFO(name << ": " << c.describe());
-      RunOptions named;
-      named.kernel = name;
-      check_outcome(runner.run(c, seed, named));
-      seed += 7919;
-    }
-  }
-  CHECK(kernels >= 2);
+  CHECK(run_each_backward_kernel(runner, shapes, /*persistent=*/true, 4100) >= 2);
 }
 
 TEST_CASE("the postprocess converts each pair's dQ once its CTAs are done (one-tile kernels)",
@@ -730,23 +737,7 @@ TEST_CASE("the postprocess converts each pair's dQ once its CTAs are done (one-t
       {2, 300, 2200, 8, 4, Layout::HeadsMajor},      // 2 x 4 pairs x 18 blocks of 128 keys, GQA 2
       {3, 1100, 1100, 6, 6, Layout::PaddedOutputs},  // 18 x 9, dK and dV by plain stores
   };
-  int kernels = 0;
-  uint64_t seed = 5100;
-  for (int i = 0; i < fa3_kernel_count(); ++i) {
-    const std::string name = fa3_kernel_name(i);
-    const auto cfg = fa3::parse_bwd_kernel_name(name);
-    if (!cfg || cfg->persistent) continue;
-    ++kernels;
-    for (const Shape& s : shapes) {
-      const Case c = case_of(s, cfg->dtype == fa3::DType::BF16, cfg->head_dim, cfg->causal);
-      INFO(name << ": " << c.describe());
-      RunOptions named;
-      named.kernel = name;
-      check_outcome(runner.run(c, seed, named));
-      seed += 7919;
-    }
-  }
-  CHECK(kernels >= 2);
+  CHECK(run_each_backward_kernel(runner, shapes, /*persistent=*/false, 5100) >= 2);
 }
 
 TEST_CASE("every compiled backward kernel, named, matches the float64 reference",

@@ -1453,9 +1453,9 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
     // The pair's main-kernel CTAs (one per K/V block) have all made their adds (bwd_publish_
     // pair_done); what they released is visible to the CTA after the barrier.
     if (threadIdx.x == 0)
-      tile::wait_counter_equals_idle(
-          p.pair_done + static_cast<int64_t>(batch) * p.heads_kv + head / p.heads_per_kv_head,
-          p.num_n_blocks, 500);
+      tile::wait_counter_masked</*kBackoffNs=*/500>(
+          p.pair_done + static_cast<int64_t>(batch) * p.heads_kv + head / p.heads_per_kv_head, ~0,
+          p.num_n_blocks);
     __syncthreads();
   } else {
     ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)

@@ -53,13 +53,17 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
 
 // Waits until the global counter's bits under `mask` read `value` (acquire, GPU scope: what
 // its writer released before raising it is visible after); returns the whole word it read
-// last. Debug builds give up after ~2^34 cycles with a message and a trap.
+// last. kBackoffNs: asleep that long between polls (a wait of many threads that may last a
+// kernel's last wave: the backward's postprocess, BwdParams::post_early), else polling
+// back to back. Debug builds give up after ~2^34 cycles with a message and a trap.
+template <uint32_t kBackoffNs = 0>
 __device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, int32_t mask,
                                                        int32_t value) {
   int32_t seen;
 #if FA3_DEBUG_HANG
   const long long start = clock64();
   while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
+    if constexpr (kBackoffNs > 0) ptx::nanosleep(kBackoffNs);
     if (clock64() - start > (1ll << 34)) {
       printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %x under "
              "mask %x)\n",
@@ -69,6 +73,7 @@ __device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, i
   }
 #else
   while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
+    if constexpr (kBackoffNs > 0) ptx::nanosleep(kBackoffNs);
   }
 #endif
   return seen;
@@ -77,26 +82,6 @@ __device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, i
 // Until the counter reads `value`: the backward's deterministic dQ order.
 __device__ __forceinline__ void wait_counter_equals(const int32_t* counter, int32_t value) {
   wait_counter_masked(counter, ~0, value);
-}
-
-// Until the counter reads `value`, `backoff_ns` asleep between polls: a wait of many threads
-// that may last a kernel's last wave (the backward's postprocess, BwdParams::post_early).
-// Debug builds give up after ~2^34 cycles with a message and a trap.
-__device__ __forceinline__ void wait_counter_equals_idle(const int32_t* counter, int32_t value,
-                                                         uint32_t backoff_ns) {
-#if FA3_DEBUG_HANG
-  const long long start = clock64();
-#endif
-  while (ptx::ld_acquire_gpu(counter) != value) {
-    ptx::nanosleep(backoff_ns);
-#if FA3_DEBUG_HANG
-    if (clock64() - start > (1ll << 34)) {
-      printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %d)\n",
-             blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, value);
-      __trap();
-    }
-#endif
-  }
 }
 
 // Until the counter has all of `bits` set: the first store's ready bit (_fs).
