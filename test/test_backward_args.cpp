@@ -825,8 +825,9 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
   };
   for (int causal : {0, 1}) {
     INFO("causal " << causal);
-    // 4096 keys: 32 blocks x 4 pairs = 128 tiles, a CTA each; 8192: 256 tiles, on the 132 SMs
-    // for the causal pick (_pt), a CTA each for the non-causal one.
+    // 4096 keys: 32 blocks x 4 pairs = 128 tiles, a CTA each; 8192: 256 tiles, on 130 of the
+    // 132 SMs for the causal pick (_pt: 2 are the postprocess's), a CTA each for the
+    // non-causal one.
     Args small;
     d64(small, 4096, causal);
     // (The built-in table's picks; their names are this test's premise.)
@@ -836,15 +837,17 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     fake().reset();
     REQUIRE(small.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == "32 128 32 ");
-    // The postprocess starts early (BwdParams::post_early) only after a CTA a tile, more CTAs
-    // than SMs: here no CTA need have completed before the postprocess starts.
-    CHECK(last_params().post_early == 0);
+    // The postprocess starts early (BwdParams::post_early) after a CTA a tile only with more
+    // CTAs than SMs (here no CTA need have completed before the postprocess starts); after a
+    // persistent grid, on the SMs it leaves (its CTAs let the postprocess launch once each
+    // has waited for the preprocess).
+    CHECK(last_params().post_early == causal);
     Args large;
     d64(large, 8192, causal);
     fake().reset();
     REQUIRE(large.run(fh.h) == FA3_OK);
-    CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
-    CHECK(last_params().post_early == (causal ? 0 : 1));  // _pt: the whole grid
+    CHECK(fake().launch_grids() == (causal ? "64 130 64 " : "64 256 64 "));
+    CHECK(last_params().post_early == 1);
     // The deterministic mode: the causal pick's _lf entry (BwdConfig::causal_last_first),
     // with the last K/V block's adds first; non-causal calls the main entry.
     large.p.deterministic = 1;

@@ -190,6 +190,8 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
   // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
+  // _pt with BwdParams::post_early: the dQ writer's (batch, K/V head) pair during a tile.
+  __device__ __forceinline__ uint32_t pair_home() const { return tile_slots + 20; }
   __device__ __forceinline__ uint32_t tile_full_bar(uint32_t k) const { return tile_full + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_empty_bar(uint32_t k) const { return tile_empty + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_slot(uint32_t k) const { return tile_slots + 4 * (k & 1); }
@@ -416,7 +418,11 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
   // launch); K_j and V_j do not, so their loads go first.
-  if (c.first()) ptx::griddepcontrol_wait();
+  if (c.first()) {
+    ptx::griddepcontrol_wait();
+    // _pt: the postprocess may start once every CTA has passed this wait (bwd_kernel).
+    if constexpr (Tr::kPersistent) ptx::griddepcontrol_launch_dependents();
+  }
   tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(c.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
@@ -537,15 +543,19 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
   }
 }
 
-// BwdParams::post_early, at a one-tile CTA's end, once its dQ adds are complete
-// (bulk_wait_group<0>): the pair's counter raised for the postprocess (the proxy fence orders
-// the bulk operations' writes before the release).
+// BwdParams::post_early, at a tile's end, once its dQ adds are complete (bulk_wait_group<0>):
+// the counter of its (batch, K/V head) pair raised for the postprocess (the proxy fence
+// orders the bulk operations' writes before the release). One-tile CTAs publish at their end
+// (the writers below), _pt CTAs after each tile (bwd_for_each_tile).
+__device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, int64_t pair) {
+  ptx::fence_proxy_async_global();
+  ptx::red_add_release_gpu(p.pair_done + pair, 1);
+}
 template <class Tr>
 __device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, const BwdWork<Tr>& w) {
-  static_assert(!Tr::kPersistent, "_pt: the postprocess waits for the whole grid");
+  static_assert(!Tr::kPersistent, "_pt: bwd_for_each_tile publishes");
   if (!p.post_early) return;
-  ptx::fence_proxy_async_global();
-  ptx::red_add_release_gpu(p.pair_done + static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head, 1);
+  bwd_publish_pair_done(p, static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head);
 }
 
 // Ordered adds in the _lf entry (kLastFirst): a query block's counter starts at its first
@@ -1191,7 +1201,15 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
   for (;;) {
     const BwdWork<Tr> w(p, tile);
     if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
+    // BwdParams::post_early: the dQ writer publishes each tile's pair once its adds are
+    // complete; the pair waits in shared memory as the carry does.
+    if (R == BwdRole::DqWriter && p.post_early)
+      ptx::st_shared_u32(sm.pair_home(), static_cast<uint32_t>(w.batch * p.heads_kv + w.kv_head));
     role(w, c);
+    if (R == BwdRole::DqWriter && p.post_early) {
+      ptx::bulk_wait_group<0>();
+      bwd_publish_pair_done(p, ptx::ld_shared_u32(sm.pair_home()));
+    }
     if constexpr (kCarryHome) c.bits = ptx::ld_shared_u32(home);
     const uint32_t k = c.tiles();
     int next;
@@ -1222,8 +1240,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   // The postprocess may be scheduled once every CTA of this grid has started: on the SMs the
   // last CTAs leave, it waits for the grid's completion (griddepcontrol_wait) or, with
   // BwdParams::post_early, for each pair's CTAs (bwd_publish_pair_done), instead of being
-  // launched after it.
-  ptx::griddepcontrol_launch_dependents();
+  // launched after it. _pt: once every CTA has waited for the preprocess (bwd_producer), as
+  // the postprocess may then run beside the main grid on SMs it leaves free, polling the pair
+  // counters this call's preprocess zeroed.
+  if constexpr (!Tr::kPersistent) ptx::griddepcontrol_launch_dependents();
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
@@ -1514,6 +1534,12 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
       for (int w = 0; w < 4; ++w) reinterpret_cast<uint32_t*>(out)[w] = in[w];
     }
   }
+  // With the early start this grid may otherwise complete before the main one (its last
+  // CTAs' dK and dV stores): its last CTA waits for that, so that whatever the stream runs
+  // after the call follows all three kernels, as without programmatic dependent launch.
+  if (p.post_early && blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 &&
+      blockIdx.z == gridDim.z - 1)
+    ptx::griddepcontrol_wait();
 }
 
 }  // namespace fa3

@@ -129,16 +129,22 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
   // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
   // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
+  // A persistent grid leaves one SM in 64 to the postprocess (kPersistentPostprocessShare),
+  // which converts each (batch, K/V head) pair's dQ there as soon as the pair's tiles are done
+  // (BwdParams::post_early), under the main kernel rather than after it.
+  const int post_sms = c.persistent ? std::max(0, sm_count) / kPersistentPostprocessShare : 0;
   const unsigned main_ctas =
-      c.persistent ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count)))
-                   : static_cast<unsigned>(ctas);
-  // The postprocess's early start (BwdParams::post_early): a CTA a tile, more CTAs than SMs.
-  // A main CTA fills an SM (its registers alone), so the postprocess, launched once every
-  // main CTA has started, runs after at least one main CTA has completed, and so after that
-  // CTA's wait for the preprocess (griddepcontrol.wait): the pair counters it polls were
-  // zeroed by this call's preprocess, not left by an earlier call. (The persistent kernels'
-  // CTAs end together: nothing to overlap.)
-  params->post_early = !c.persistent && ctas > std::max(1, sm_count);
+      c.persistent
+          ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count - post_sms)))
+          : static_cast<unsigned>(ctas);
+  // The postprocess's early start (BwdParams::post_early), where it reads no counter an
+  // earlier call left: a persistent grid with SMs left to it, whose CTAs let it launch only
+  // once each has waited for the preprocess (bwd_producer), which zeroed the counters; or a
+  // CTA a tile with more CTAs than SMs. A main CTA fills an SM (its registers alone), so that
+  // postprocess, launched once every main CTA has started, runs after at least one main CTA
+  // has completed, and so after that CTA's wait for the preprocess. (A persistent grid on
+  // every SM ends its CTAs together: nothing to overlap.)
+  params->post_early = c.persistent ? post_sms > 0 : ctas > std::max(1, sm_count);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};

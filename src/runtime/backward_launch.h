@@ -34,8 +34,15 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
 // two).
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
+// A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
+// postprocess, which runs there beside it (BwdParams::post_early). On an H200 (docs/perf-
+// history.md v44) the calls of the persistent picks gained 1-3.5% from 1k to 4k against a grid
+// on every SM (d128 non-causal +1.6-3.5%, d128 causal below 2k +1.5%, d64 causal +1%), and
+// were level from 8k; 4 SMs cost more than the overlap saved at d64 causal.
+constexpr int kPersistentPostprocessShare = 64;
+
 // Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
-// the grids (a persistent main kernel's: at most sm_count CTAs). Fails (before anything runs)
+// the grids (a persistent main kernel's: at most sm_count CTAs, less the postprocess's SMs). Fails (before anything runs)
 // when the driver rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
