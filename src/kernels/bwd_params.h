@@ -54,10 +54,10 @@ struct BwdParams {
   int32_t num_tiles;
   uint32_t* tile_counter;
   // The postprocess converts a (batch, K/V head) pair's query blocks as soon as the pair's
-  // main-kernel CTAs have all made their dQ adds (each raises the pair's pair_done once its
+  // main-kernel tiles have all made their dQ adds (each raises the pair's pair_done once its
   // adds are complete; the preprocess zeroes them), not once the whole main grid is done:
-  // under programmatic dependent launch its CTAs then run on the SMs the main kernel's last
-  // wave leaves (a CTA a tile and more tiles than SMs only: build_backward_params).
+  // under programmatic dependent launch its CTAs then run on the SMs a persistent grid leaves
+  // to it, or on those a one-tile grid's last wave leaves (build_backward_params).
   int32_t post_early;
   int32_t* pair_done;
 };
