@@ -152,11 +152,11 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # and mask, and for d128 two: non-causal 64-row query blocks below 1024 query rows, _dqt's
 # 80-row blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from there; causal
 # the persistent _pt below 6144 query rows, _p32 (a CTA a tile) from there
-# (docs/perf-history.md v36, v43d, v44b); _fs (a query block's first dQ writer stores, the others add)
-# where it pays: causal d128 and d256, with _rw every non-causal pick from 1024 query rows
-# (v37). All in the production set, each a built-in tuning table bwd pick (test_registry.cpp
-# checks that every bwd pick is here and every kernel here a pick; a backward call whose table
-# has no bwd entry for its key runs the first that fits). Each cubin also holds the call's
+# (docs/perf-history.md v36, v43d, v44b); _fs (a query block's first dQ writer stores, the
+# others add) where it pays: causal d128 and d256, with _rw every non-causal pick from 1024
+# query rows (v37). All in the production set, each a built-in tuning table bwd pick
+# (test_registry.cpp checks that every bwd pick is here and every kernel here a pick; a
+# backward call whose table has no bwd entry for its key runs the first that fits). Each cubin also holds the call's
 # preprocess and postprocess kernels, and the d64 causal ones the deterministic mode's _lf
 # entry (BwdConfig::causal_last_first).
 BWD_PRODUCTION_KERNELS := \

@@ -42,8 +42,8 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 constexpr int kPersistentPostprocessShare = 64;
 
 // Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
-// the grids (a persistent main kernel's: at most sm_count CTAs, less the postprocess's SMs). Fails (before anything runs)
-// when the driver rejects a tensor map.
+// the grids (a persistent main kernel's: at most sm_count CTAs, less the postprocess's SMs).
+// Fails (before anything runs) when the driver rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
