@@ -863,6 +863,20 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
   fake().reset();
   REQUIRE(a.run(fh.h) == FA3_OK);
   CHECK(fake().launch_names().find("_lf") == std::string::npos);
+  // A persistent grid leaves one SM in 64 to the postprocess (kPersistentPostprocessShare):
+  // 1 of 114; none of 60 (a MIG slice), where the postprocess waits for the whole grid.
+  for (const auto& [sms, grids, early] :
+       {std::tuple{114, "64 113 64 ", 1}, std::tuple{60, "64 60 64 ", 0}}) {
+    INFO(sms << " SMs");
+    fake().set_sm_count(sms);
+    FakeHandle gpu;
+    fake().set_sm_count(132);  // read when the handle was created
+    Args b;
+    d64(b, 8192, 1);
+    REQUIRE(b.run(gpu.h) == FA3_OK);
+    CHECK(fake().launch_grids() == grids);
+    CHECK(last_params().post_early == early);
+  }
 }
 
 TEST_CASE("backward: the handle's workspace grows per stream and is freed with the handle",

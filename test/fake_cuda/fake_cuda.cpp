@@ -34,6 +34,8 @@ struct State {
 
 // What cuDriverGetVersion reports (not reset: it is read when a handle is created).
 int driver_version = 13000;
+// The device's SMs (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; not reset, as the version).
+int sm_count = 132;
 
 State& state() {
   static State s;
@@ -78,7 +80,7 @@ CUresult device_get_attribute(int* v, CUdevice_attribute a, CUdevice) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = state().major; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = state().minor; break;
     case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: *v = 227 * 1024; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = sm_count; break;
     default: *v = 0;
   }
   return CUDA_SUCCESS;
@@ -306,6 +308,8 @@ size_t fake_cuda_allocated_bytes(int index) {
 }
 // The version handles created from now on see (cuDriverGetVersion), e.g. 12020.
 void fake_cuda_set_driver_version(int version) { driver_version = version; }
+// The SM count handles created from now on see, e.g. 60 (a MIG slice); 132 by default.
+void fake_cuda_set_sm_count(int count) { sm_count = count; }
 // Copies the launches' kinds since the last reset, one character each: 'P' for a
 // programmatic dependent launch, '-' for an ordinary one.
 void fake_cuda_launch_kinds(char* buf, size_t size) {

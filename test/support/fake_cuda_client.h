@@ -22,6 +22,7 @@ struct FakeCuda {
   size_t (*allocated_bytes)(int);
   int (*last_launch)(unsigned*, unsigned*, unsigned*, void*, size_t);
   void (*set_driver_version)(int);
+  void (*set_sm_count)(int);
   void (*launch_kinds_into)(char*, size_t);
   void (*launch_grids_into)(char*, size_t);
   void (*launch_names_into)(char*, size_t);
@@ -89,6 +90,8 @@ inline FakeCuda& fake() {
     c.launch_kinds_into =
         reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_kinds"));
     REQUIRE(c.set_driver_version != nullptr);
+    c.set_sm_count = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_sm_count"));
+    REQUIRE(c.set_sm_count != nullptr);
     c.launch_grids_into =
         reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_grids"));
     REQUIRE(c.launch_kinds_into != nullptr);
