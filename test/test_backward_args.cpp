@@ -806,7 +806,8 @@ TEST_CASE("backward: the main kernel and the postprocess follow by programmatic 
   }
 }
 
-TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a CTA per tile",
+TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postprocess's, "
+          "the others a CTA per tile",
           "[cpu][api][runtime]") {
   FakeHandle fh;  // the fake device has 132 SMs
   Args a;         // d128: 2 batches x 2 K/V heads x 3 blocks of 128 keys; 2 64-row blocks
