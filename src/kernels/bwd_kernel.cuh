@@ -545,17 +545,12 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
 
 // BwdParams::post_early, at a tile's end, once its dQ adds are complete (bulk_wait_group<0>):
 // the counter of its (batch, K/V head) pair raised for the postprocess (the proxy fence
-// orders the bulk operations' writes before the release). One-tile CTAs publish at their end
-// (the writers below), _pt CTAs after each tile (bwd_for_each_tile).
+// orders the bulk operations' writes before the release). Called by the dQ writer's thread
+// once its writer returns: at the CTA's end (bwd_kernel), or _pt after each tile
+// (bwd_for_each_tile).
 __device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, int64_t pair) {
   ptx::fence_proxy_async_global();
   ptx::red_add_release_gpu(p.pair_done + pair, 1);
-}
-template <class Tr>
-__device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, const BwdWork<Tr>& w) {
-  static_assert(!Tr::kPersistent, "_pt: bwd_for_each_tile publishes");
-  if (!p.post_early) return;
-  bwd_publish_pair_done(p, static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head);
 }
 
 // Ordered adds in the _lf entry (kLastFirst): a query block's counter starts at its first
@@ -644,11 +639,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
     bwd_dq_end_step<Tr>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
                         last_slot);
   }
-  // (_pt: the CTA's last bulk operations complete before it exits, bwd_kernel.)
-  if constexpr (!Tr::kPersistent) {
-    ptx::bulk_wait_group<0>();
-    bwd_publish_pair_done<Tr>(p, w);
-  }
+  // (The tile's last bulk operations are awaited, and its pair published, by the caller.)
 }
 
 constexpr int32_t kDqReady = 1 << 30;  // the first store of a query block is complete
@@ -703,10 +694,6 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
     // The first store complete in global memory before any other CTA adds (the tickets never
     // reach kDqReady).
     bwd_dq_end_step<Tr>(sm, first, p.dq_semaphore + counter, kDqReady, last_slot);
-  }
-  if constexpr (!Tr::kPersistent) {
-    ptx::bulk_wait_group<0>();
-    bwd_publish_pair_done<Tr>(p, w);
   }
 }
 
@@ -1274,7 +1261,14 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
     if (warpgroup == 0) {
       ptx::setmaxnreg_dec<Tr::kProducerRegs>();
       if (threadIdx.x == 0) bwd_producer<Tr>(p, sm, w, BwdCarry{});
-      if (threadIdx.x == 32) bwd_dq_writer<Tr>(p, sm, w, BwdCarry{});
+      if (threadIdx.x == 32) {
+        bwd_dq_writer<Tr>(p, sm, w, BwdCarry{});
+        // The last adds complete: read from shared memory before the CTA exits, and in
+        // global memory before the pair is published.
+        ptx::bulk_wait_group<0>();
+        if (p.post_early)
+          bwd_publish_pair_done(p, static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head);
+      }
     } else {
       ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
       if constexpr (Tr::kKvTransposed)
