@@ -548,6 +548,10 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
 // orders the bulk operations' writes before the release). Called by the dQ writer's thread
 // once its writer returns: at the CTA's end (bwd_kernel), or _pt after each tile
 // (bwd_for_each_tile).
+// The index of (batch, K/V head) pair in BwdParams::pair_done.
+__device__ __forceinline__ int64_t bwd_pair(const BwdParams& p, int batch, int kv_head) {
+  return static_cast<int64_t>(batch) * p.heads_kv + kv_head;
+}
 __device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, int64_t pair) {
   ptx::fence_proxy_async_global();
   ptx::red_add_release_gpu(p.pair_done + pair, 1);
@@ -1191,7 +1195,7 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
     // BwdParams::post_early: the dQ writer publishes each tile's pair once its adds are
     // complete; the pair waits in shared memory as the carry does.
     if (R == BwdRole::DqWriter && p.post_early)
-      ptx::st_shared_u32(sm.pair_home(), static_cast<uint32_t>(w.batch * p.heads_kv + w.kv_head));
+      ptx::st_shared_u32(sm.pair_home(), static_cast<uint32_t>(bwd_pair(p, w.batch, w.kv_head)));
     role(w, c);
     if (R == BwdRole::DqWriter && p.post_early) {
       ptx::bulk_wait_group<0>();
@@ -1266,8 +1270,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
         // The last adds complete: read from shared memory before the CTA exits, and in
         // global memory before the pair is published.
         ptx::bulk_wait_group<0>();
-        if (p.post_early)
-          bwd_publish_pair_done(p, static_cast<int64_t>(w.batch) * p.heads_kv + w.kv_head);
+        if (p.post_early) bwd_publish_pair_done(p, bwd_pair(p, w.batch, w.kv_head));
       }
     } else {
       ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
@@ -1383,7 +1386,7 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   // The count of main-kernel CTAs done of pair (batch, head) (BwdParams::post_early; there
   // are heads_kv <= heads of them a batch).
   if (threadIdx.x == 0 && m_block == 0 && head < p.heads_kv)
-    p.pair_done[static_cast<int64_t>(batch) * p.heads_kv + head] = 0;
+    p.pair_done[bwd_pair(p, batch, head)] = 0;
 #pragma unroll 1
   for (int pass0 = 0; pass0 < kPasses; pass0 += kBatch) {
     uint4 o8[kBatch], do8[kBatch];
@@ -1468,8 +1471,7 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
     // pair_done); what they released is visible to the CTA after the barrier.
     if (threadIdx.x == 0)
       tile::wait_counter_masked</*kBackoffNs=*/500>(
-          p.pair_done + static_cast<int64_t>(batch) * p.heads_kv + head / p.heads_per_kv_head, ~0,
-          p.num_n_blocks);
+          p.pair_done + bwd_pair(p, batch, head / p.heads_per_kv_head), ~0, p.num_n_blocks);
     __syncthreads();
   } else {
     ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
