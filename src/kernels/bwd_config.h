@@ -46,21 +46,21 @@
 // _p32 (BwdConfig::producer_regs_32): setmaxnreg gives the producer warpgroup 32 registers a
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
-// _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from a counter
-// in the workspace: the first blockIdx.x, each next one drawn by the producer once it has
-// issued the last one's loads, so that the long causal tiles even out as the hardware's
-// dispatch of one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave:
-// each warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it
-// must hold dK_j's, 16 KB at head dim 64 and 128; dV_j's go there too at 64, in a buffer of
-// their own at 128 with _dqh, 32 KB in all, and in its dS^T stage with _dqt, where no shared
-// memory is left) and a warp of the producer warpgroup stores them by TMA while the next
-// tile's K_j and V_j (loaded as soon as the last step's GEMMs have read them) and first steps
-// run; the CTA's start (launch, barrier set-up) is paid once per SM, not once per tile (v28h:
-// 1.6 steps a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal below 12288
-// query rows (+1-3% from 1k to 4k, v34; from 12288 a CTA a tile is 2-6% faster, v46d), d128
-// causal below 6144 (v44b) and d128 non-causal from 1024 (+1%, v36); d64 non-causal it is 3-8%
-// slower (docs/perf-history.md v34). The grid leaves one SM in
-// 64 to the postprocess, which runs there beside it (runtime/backward_launch.h, v44).
+// _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from a counter in
+// the workspace: the first blockIdx.x, each next one drawn by the producer once it has issued
+// the last one's loads, so that the long causal tiles even out as the hardware's dispatch of
+// one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave: each
+// warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it must
+// hold dK_j's, 16 KB at head dim 64 and 128; dV_j's go there too at 64, in a buffer of their
+// own at 128 with _dqh, 32 KB in all, and in its dS^T stage with _dqt, where no shared memory
+// is left) and a warp of the producer warpgroup stores them by TMA while the next tile's K_j
+// and V_j (loaded as soon as the last step's GEMMs have read them) and first steps run; the
+// CTA's start (launch, barrier set-up) is paid once per SM, not once per tile (v28h: 1.6 steps
+// a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal below 12288 query rows
+// (+1-3% from 1k to 4k, v34; from 12288 a CTA a tile is 0-6% faster on an H200, level on an
+// H100, v46d), d128 causal below 6144 (v44b) and d128 non-causal from 1024 (+1%, v36); d64
+// non-causal it is 3-8% slower (docs/perf-history.md v34). The grid leaves one SM in 64 to the
+// postprocess, which runs there beside it (runtime/backward_launch.h, v44).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)
 // and <name>_post (dQ to the dtype, scaled).

@@ -148,17 +148,17 @@ FWD_LAB_TILES := \
 FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
   $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_LAB_TILES))))
 
-# The backward kernels (src/kernels/bwd_config.h is their grammar): one per dtype, head dim
-# and mask, and two for d128 and for d64 causal: d128 non-causal 64-row query blocks below
-# 1024 query rows, _dqt's 80-row blocks (persistent, _pt; rotated walk and first stores,
-# _rw_fs) from there; d128 causal the persistent _pt below 6144 query rows, _p32 (a CTA a
-# tile) from there (docs/perf-history.md v36, v43d, v44b); d64 causal the persistent _pt
-# below 12288 query rows, a CTA a tile from there (+2.4-6% at 16k, v46d); _fs (a query block's first dQ writer stores, the
-# others add) where it pays: causal d128 and d256, with _rw every non-causal pick from 1024
-# query rows (v37). All in the production set, each a built-in tuning table bwd pick
-# (test_registry.cpp checks that every bwd pick is here and every kernel here a pick; a
-# backward call whose table has no bwd entry for its key runs the first that fits). Each cubin
-# also holds the call's preprocess and postprocess kernels, and the d64 causal ones the
+# The backward kernels (src/kernels/bwd_config.h is their grammar): one per dtype, head dim and
+# mask, and two for d128 and for d64 causal: d128 non-causal 64-row query blocks below 1024
+# query rows, _dqt's 80-row blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from
+# there; d128 causal the persistent _pt below 6144 query rows, _p32 (a CTA a tile) from there
+# (docs/perf-history.md v36, v43d, v44b); d64 causal the persistent _pt below 12288 query rows,
+# a CTA a tile from there (H200 +0-6% at 12k-16k, H100 level: v46d); _fs (a query block's first
+# dQ writer stores, the others add) where it pays: causal d128 and d256, with _rw every
+# non-causal pick from 1024 query rows (v37). All in the production set, each a built-in tuning
+# table bwd pick (test_registry.cpp checks that every bwd pick is here and every kernel here a
+# pick; a backward call whose table has no bwd entry for its key runs the first that fits). Each
+# cubin also holds the call's preprocess and postprocess kernels, and the d64 causal ones the
 # deterministic mode's _lf entry (BwdConfig::causal_last_first).
 BWD_PRODUCTION_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal \
