@@ -173,6 +173,17 @@ struct BwdConfig {
   // holds up the CTA behind it; d128's default mode lost 1-3% (ptxas's schedule of the step
   // moved), where its deterministic mode gained too little to pay for it.
   constexpr bool dq_turn_early() const { return !causal && head_dim != 128; }
+  // Whether a consumer warpgroup publishes its staged dQ part (the proxy fence and its dq_full
+  // arrival) in the next step, once that step's S^T and dP^T GEMMs are issued, rather than
+  // right after its stores: the fence then finds the stores drained instead of waiting for
+  // them while dK's GEMM runs (its long-scoreboard stall, with the arrival's, was ~11% of the
+  // d64 causal loop's samples under ncu at 16k). Measured (docs/perf-history.md v46f): d64
+  // causal _pt +2% at 2k-8k; d64 non-causal -1..-3%, d128 -1..-12%, d256 level: only there.
+  // Its _lf entry (the deterministic mode) has it too and lost ~5% with it (its ordered adds
+  // wait for each publication); leaving it out there is built but not yet run on a GPU.
+  constexpr bool dq_publish_next_step() const {
+    return causal && persistent && dq_split == DqSplit::Queries;
+  }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads

@@ -107,6 +107,7 @@ struct BwdTraits {
   static constexpr bool kLastFirst = kCfg.last_first;
   static constexpr bool kHasLastFirst = kCfg.causal_last_first();  // the cubin has _lf
   static constexpr bool kDqTurnEarly = kCfg.dq_turn_early();
+  static constexpr bool kDqPublishNextStep = kCfg.dq_publish_next_step();
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
@@ -835,6 +836,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     if constexpr (Tr::kSplitQdo) tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
+    // The last step's dQ part, staged at its end (BwdConfig::dq_publish_next_step).
+    if constexpr (Tr::kDqPublishNextStep)
+      if (t > 0) {
+        ptx::fence_proxy_async_shared();
+        ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+      }
     // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
     // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
     // Per row half h of the thread: the first column offset its key sees (key > query +
@@ -942,8 +949,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+      if constexpr (!Tr::kDqPublishNextStep) {
+        ptx::fence_proxy_async_shared();
+        ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+      }
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dk);
       // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
@@ -954,6 +963,11 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     }
     st.advance();
   }
+  if constexpr (Tr::kDqPublishNextStep)  // the tile's last dQ part
+    if (steps > 0) {
+      ptx::fence_proxy_async_shared();
+      ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+    }
   // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load.
   if constexpr (Tr::kPersistent) ptx::mbarrier_arrive(sm.kv_empty);
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
