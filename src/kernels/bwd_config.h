@@ -180,7 +180,8 @@ struct BwdConfig {
   // d64 causal loop's samples under ncu at 16k). Measured (docs/perf-history.md v46f): d64
   // causal _pt +2% at 2k-8k; d64 non-causal -1..-3%, d128 -1..-12%, d256 level: only there.
   // Its _lf entry (the deterministic mode) has it too and lost ~5% with it (its ordered adds
-  // wait for each publication); leaving it out there is built but not yet run on a GPU.
+  // wait for each publication); lab/bwd_dq_publish_not_lf.patch leaves it out there (built,
+  // not yet run on a GPU).
   constexpr bool dq_publish_next_step() const {
     return causal && persistent && dq_split == DqSplit::Queries;
   }
