@@ -544,15 +544,16 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
   }
 }
 
+// The index of (batch, K/V head) pair in BwdParams::pair_done.
+__device__ __forceinline__ int64_t bwd_pair(const BwdParams& p, int batch, int kv_head) {
+  return static_cast<int64_t>(batch) * p.heads_kv + kv_head;
+}
+
 // BwdParams::post_early, at a tile's end, once its dQ adds are complete (bulk_wait_group<0>):
 // the counter of its (batch, K/V head) pair raised for the postprocess (the proxy fence
 // orders the bulk operations' writes before the release). Called by the dQ writer's thread
 // once its writer returns: at the CTA's end (bwd_kernel), or _pt after each tile
 // (bwd_for_each_tile).
-// The index of (batch, K/V head) pair in BwdParams::pair_done.
-__device__ __forceinline__ int64_t bwd_pair(const BwdParams& p, int batch, int kv_head) {
-  return static_cast<int64_t>(batch) * p.heads_kv + kv_head;
-}
 __device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, int64_t pair) {
   ptx::fence_proxy_async_global();
   ptx::red_add_release_gpu(p.pair_done + pair, 1);
@@ -787,6 +788,15 @@ __device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdS
   ptx::bulk_wait_group_read<0>();  // shared memory outlives the stores' reads
 }
 
+// Lines 27-33's hand-off: the dQ part a warpgroup stored in buffer `slot` (generic-proxy
+// stores) made visible to the dQ writer's bulk operations (async proxy), the buffer marked
+// full.
+template <class Tr>
+__device__ __forceinline__ void bwd_publish_dq_part(const BwdSmem<Tr>& sm, int slot) {
+  ptx::fence_proxy_async_shared();
+  ptx::mbarrier_arrive(sm.dq_full_bar(slot));
+}
+
 // Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
 // head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
 // columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
@@ -838,10 +848,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
     // The last step's dQ part, staged at its end (BwdConfig::dq_publish_next_step).
     if constexpr (Tr::kDqPublishNextStep)
-      if (t > 0) {
-        ptx::fence_proxy_async_shared();
-        ptx::mbarrier_arrive(sm.dq_full_bar(wg));
-      }
+      if (t > 0) bwd_publish_dq_part(sm, wg);
     // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
     // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
     // Per row half h of the thread: the first column offset its key sees (key > query +
@@ -920,8 +927,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       tile::pin_registers(dq);
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(sm.dq_full_bar(wg));
+      bwd_publish_dq_part(sm, wg);
     } else {
       // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
@@ -949,10 +955,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-      if constexpr (!Tr::kDqPublishNextStep) {
-        ptx::fence_proxy_async_shared();
-        ptx::mbarrier_arrive(sm.dq_full_bar(wg));
-      }
+      if constexpr (!Tr::kDqPublishNextStep) bwd_publish_dq_part(sm, wg);
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dk);
       // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
@@ -964,10 +967,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     st.advance();
   }
   if constexpr (Tr::kDqPublishNextStep)  // the tile's last dQ part
-    if (steps > 0) {
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(sm.dq_full_bar(wg));
-    }
+    if (steps > 0) bwd_publish_dq_part(sm, wg);
   // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load.
   if constexpr (Tr::kPersistent) ptx::mbarrier_arrive(sm.kv_empty);
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
@@ -1120,8 +1120,7 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
       const auto at_ring = sm.dq_ring_position(Tr::kDqPieces * t + Tr::kConsumers * c + wg);
       tile::mbarrier_wait(sm.dq_empty_bar(at_ring.slot), at_ring.phase ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(at_ring.slot), t_wg);
-      ptx::fence_proxy_async_shared();
-      ptx::mbarrier_arrive(sm.dq_full_bar(at_ring.slot));
+      bwd_publish_dq_part(sm, at_ring.slot);
     };
     static_assert(kPiecesPerWg == 2, "two dQ pieces a warpgroup");
     float dq[Tr::kDqPieceCols / 2];
