@@ -179,11 +179,10 @@ struct BwdConfig {
   // them while dK's GEMM runs (its long-scoreboard stall, with the arrival's, was ~11% of the
   // d64 causal loop's samples under ncu at 16k). Measured (docs/perf-history.md v46f): d64
   // causal _pt +2% at 2k-8k; d64 non-causal -1..-3%, d128 -1..-12%, d256 level: only there.
-  // Its _lf entry (the deterministic mode) has it too and lost ~5% with it (its ordered adds
-  // wait for each publication); lab/bwd_dq_publish_not_lf.patch leaves it out there (built,
-  // not yet run on a GPU).
+  // Not in the _lf entry (the deterministic mode): its ordered adds wait for each
+  // publication, and with the late one it lost ~5%; without it, +2-5% (v47a).
   constexpr bool dq_publish_next_step() const {
-    return causal && persistent && dq_split == DqSplit::Queries;
+    return causal && persistent && dq_split == DqSplit::Queries && !last_first;
   }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
