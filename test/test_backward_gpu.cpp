@@ -811,7 +811,7 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       {false, 64, true, 1, 1800, 1800, 4, 4},
                       // more tiles than SMs: the _pt kernels' ordered adds across drawn tiles
                       {true, 64, true, 2, 3000, 3000, 16, 4},
-                      // d64 causal from 12288 query rows: a CTA a tile (the table's split)
+                      // long d64 causal tiles (97 steps): the _pt kernels' ordered adds
                       {false, 64, true, 1, 12300, 12300, 4, 2},
                       {false, 64, false, 1, 2000, 4100, 16, 8},
                       {true, 256, false, 1, 700, 1100, 4, 2},
