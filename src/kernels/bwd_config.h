@@ -59,7 +59,8 @@
 // a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal (+1-3% from 1k to 4k,
 // v34; level or ahead from 12k since v46f, v47b), d128 causal below 6144 (v44b) and d128
 // non-causal from 1024 (+1%, v36); d64 non-causal it is 3-8% slower (docs/perf-history.md
-// v34). The grid leaves one SM in 64 to the postprocess, which runs there beside it (runtime/backward_launch.h, v44).
+// v34). The grid leaves one SM in 64 to the postprocess, which runs there beside it
+// (runtime/backward_launch.h, v44).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)
 // and <name>_post (dQ to the dtype, scaled).

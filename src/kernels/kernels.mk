@@ -151,14 +151,13 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # The backward kernels (src/kernels/bwd_config.h is their grammar): one per dtype, head dim and
 # mask, and two for d128: non-causal 64-row query blocks below 1024 query rows, _dqt's 80-row
 # blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from there; causal the
-# persistent _pt below 6144 query rows, _p32 (a CTA a tile) from there (docs/perf-history.md
-# v36, v43d, v44b); _fs (a query block's first
-# dQ writer stores, the others add) where it pays: causal d128 and d256, with _rw every
-# non-causal pick from 1024 query rows (v37). All in the production set, each a built-in tuning
-# table bwd pick (test_registry.cpp checks that every bwd pick is here and every kernel here a
-# pick; a backward call whose table has no bwd entry for its key runs the first that fits). Each
-# cubin also holds the call's preprocess and postprocess kernels, and the d64 causal ones the
-# deterministic mode's _lf entry (BwdConfig::causal_last_first).
+# persistent _pt below 6144 query rows, _p32 (a CTA a tile) from there (docs/perf-history.md v36,
+# v43d, v44b); _fs (a query block's first dQ writer stores, the others add) where it pays: causal
+# d128 and d256, with _rw every non-causal pick from 1024 query rows (v37). All in the production
+# set, each a built-in tuning table bwd pick (test_registry.cpp checks that every bwd pick is here
+# and every kernel here a pick; a backward call whose table has no bwd entry for its key runs the
+# first that fits). Each cubin also holds the call's preprocess and postprocess kernels, and the
+# d64 causal ones the deterministic mode's _lf entry (BwdConfig::causal_last_first).
 BWD_PRODUCTION_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_rw_fs_pt \
@@ -171,18 +170,17 @@ BWD_PRODUCTION_KERNELS := \
 
 # Backward variants explored and kept for the lab build: the key split of dQ (each consumer
 # warpgroup adds its own dQ_i over its 64 keys: two fp32 parts a step, v26a/b in
-# docs/perf-history.md) at d64 with 64-row query blocks (at d128 it needs the dQ accumulator
-# next to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal
-# with a CTA per tile at setmaxnreg 24/240 (the production ones are _pt at 24/240 below 6144
-# query rows and _p32, 32/232, from there: v28l, v36b, v44b); d128 causal with _dqt's 80-row
-# blocks (0.96-1.00 of the _p32 kernels, v29f; at 32/232 it spills); d64 non-causal without
-# _rw (each CTA walks the query blocks from the first, v33b); d64 causal without _pt (a CTA
-# per tile; the persistent _pt is 1-3% faster from 1k to 4k, v34a, and level or ahead from
-# 12k since v46f, v47b); d64 non-causal with
-# _pt (3-8% slower than a CTA per tile, v34a); d128 non-causal _dqt with a CTA per tile (the
-# persistent _dqt_pt is 1% faster from 1k to 8k, v36c); the production picks without _fs (their
-# dQ accumulator zeroed by the preprocess; _fs is 2-9% faster at 1k-2k, level from 8k, v37),
-# and d128 and d256 non-causal without _rw_fs (_rw_fs is 1-5% faster to 4k, v37e, v37f).
+# docs/perf-history.md) at d64 with 64-row query blocks (at d128 it needs the dQ accumulator next
+# to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal with a CTA
+# per tile at setmaxnreg 24/240 (the production ones are _pt at 24/240 below 6144 query rows and
+# _p32, 32/232, from there: v28l, v36b, v44b); d128 causal with _dqt's 80-row blocks (0.96-1.00 of
+# the _p32 kernels, v29f; at 32/232 it spills); d64 non-causal without _rw (each CTA walks the
+# query blocks from the first, v33b); d64 causal without _pt (a CTA per tile; the persistent _pt
+# is 1-3% faster from 1k to 4k, v34a, and level or ahead from 12k since v46f, v47b); d64
+# non-causal with _pt (3-8% slower than a CTA per tile, v34a); d128 non-causal _dqt with a CTA per
+# tile (the persistent _dqt_pt is 1% faster from 1k to 8k, v36c); the production picks without _fs
+# (their dQ accumulator zeroed by the preprocess; _fs is 2-9% faster at 1k-2k, level from 8k,
+# v37), and d128 and d256 non-causal without _rw_fs (_rw_fs is 1-5% faster to 4k, v37e, v37f).
 BWD_LAB_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_pt_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal \
