@@ -909,6 +909,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       const uint32_t slice = (kv_col0 / 64) * Tr::QTile::kChunkBytes;
       float dq[Tr::kDqAcc];
       static_assert(Tr::kSplitQdo, "_kvh tiles leave room for one stage: Q_i, dO_i apart");
+      static_assert(!Tr::kDqPublishNextStep, "_kvh publishes its dQ part in its own step");
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
