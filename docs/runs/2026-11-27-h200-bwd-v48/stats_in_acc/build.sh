@@ -1,0 +1,3 @@
+cd /work/main
+for n in bf16_d64_m128_n128_s2_w2_dqq_pt_causal:1 f16_d64_m128_n128_s2_w2_dqq_pt_causal:1 bf16_d64_m128_n128_s2_w2_dqq_rw_fs:0 f16_d64_m128_n128_s2_w2_dqq_rw_fs:0; do k=${n%:*}; lf=${n#*:}; ( /usr/local/cuda/bin/nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -cubin -Xptxas -v,--warn-on-spills -Iinclude -Isrc -I. -DFA3_KERNEL_NAME=fa3_bwd_$k -DFA3_BWD_LAST_FIRST=$lf -DFA3_LAB_STATS_IN_ACC=1 $EXTRA -o /tmp/acc/fa3_bwd_$k.cubin src/kernels/bwd.cu > /tmp/acc/$k.log 2>&1; echo "$k rc $?"; tools/check_ptxas.sh /tmp/acc/$k.log >/dev/null && echo "$k ptxas ok" ) & done; wait
+grep -h "C75\|spill" /tmp/acc/*.log | sort | uniq -c
