@@ -1,4 +1,5 @@
 #!/bin/bash
+# docs/runs/2026-11-27-h200-bwd-v44/k_ab.sh with each cell's max |difference| from float32 printed
 # post_sms A/B: compare.py this vs prev (+ public), d64 causal etc.
 set -u
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit,driver_version --format=csv,noheader
