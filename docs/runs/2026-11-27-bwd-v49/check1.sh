@@ -1,4 +1,5 @@
 #!/bin/bash
+# Run from the repository root (it was .gpu/check1.sh there; the cd below assumes that place).
 # Full GPU test suite of HEAD (no code change since v48): everything but [large], then [large].
 cd "$(dirname "$0")/.."
 find build -exec touch {} + 2>/dev/null

@@ -1,4 +1,5 @@
 #!/bin/bash
+# Run from the repository root (it was .gpu/check2.sh there; the cd below assumes that place).
 cd "$(dirname "$0")/.."
 find build -exec touch {} + 2>/dev/null
 s=$SECONDS; timeout --signal=KILL 150 build/fa3-sass --lib build/libfa3.so > $OUT/sass.log 2>&1; echo "rc=$? $((SECONDS-s)) s" >> $OUT/sass.log; tail -3 $OUT/sass.log
