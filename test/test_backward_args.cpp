@@ -1306,7 +1306,8 @@ TEST_CASE("backward: small causal calls of kernels without first stores take the
   CHECK(fa3::backward_ordered_adds(c, prob));
   // Their order: K/V block order, but the last K/V block's adds first in deterministic causal
   // calls of the kernels with 128-row query blocks (head dim 64; the public FA3's order); the
-  // small causal calls of the default mode keep K/V block order, with the descending walk.
+  // small causal calls of the default mode take it from 6 query blocks (641 rows) on and keep
+  // K/V block order, with the descending walk, below.
   CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
   c.causal = true;
   CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);  // 64-row query blocks
@@ -1317,6 +1318,18 @@ TEST_CASE("backward: small causal calls of kernels without first stores take the
   CHECK(fa3::backward_add_order(c, prob) == 0);
   prob.seqlen_q = prob.seqlen_k = 512;
   CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
+  prob.seqlen_q = prob.seqlen_k = 640;  // 5 query blocks
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
+  prob.seqlen_q = 641;  // 6
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedLastFirst);
+  prob.seqlen_q = 1024;
+  prob.seqlen_k = 17;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedLastFirst);
+  prob.seqlen_q = 17;
+  prob.seqlen_k = 1024;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedKvBlocks);
+  prob.deterministic = true;
+  CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedLastFirst);
 }
 
 TEST_CASE("backward: the launch carries the CTA order's section and the ordered adds; too many "

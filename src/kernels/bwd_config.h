@@ -97,8 +97,8 @@ struct BwdConfig {
   bool producer_regs_32 = false;  // _p32: setmaxnreg 32 / 232 (two consumer warpgroups)
   bool persistent = false;        // _pt: a CTA per SM, tiles drawn from a counter
   bool causal = false;
-  // Not in the name: the cubin's <name>_lf entry, the main kernel for deterministic causal
-  // calls, whose dQ adds go the last K/V block's first (causal_last_first).
+  // Not in the name: the cubin's <name>_lf entry, the main kernel for causal calls whose
+  // ordered dQ adds go the last K/V block's first (causal_last_first).
   bool last_first = false;
 
   // Whether the warpgroups share the keys and split the head dim of dK_j and dV_j (_kvh,
@@ -150,8 +150,8 @@ struct BwdConfig {
   // Whether the dQ pieces share a ring of buffers (_kvt: more pieces than buffers), not a
   // buffer each.
   constexpr bool dq_ring() const { return dq_slots() != dq_pieces(); }
-  // Whether the cubin has a <name>_lf entry (last_first), for the deterministic mode's causal
-  // calls, whose dQ adds go the last K/V block's first (kOrderedLastFirst; bwd_kernel.cuh,
+  // Whether the cubin has a <name>_lf entry (last_first), for causal calls with ordered adds
+  // (backward_add_order), which go the last K/V block's first (kOrderedLastFirst; bwd_kernel.cuh,
   // BwdWork::add_rank): the kernels whose query blocks are as tall as their K/V blocks, the
   // d64 picks (128 and 128; in the lab also d256 _kvh, 64 and 64). Measured against the
   // descending walk in K/V block order (docs/perf-history.md v39): d64 causal 1.02-1.09x from
@@ -179,7 +179,7 @@ struct BwdConfig {
   // them while dK's GEMM runs (its long-scoreboard stall, with the arrival's, was ~11% of the
   // d64 causal loop's samples under ncu at 16k). Measured (docs/perf-history.md v46f): d64
   // causal _pt +2% at 2k-8k; d64 non-causal -1..-3%, d128 -1..-12%, d256 level: only there.
-  // Not in the _lf entry (the deterministic mode): its ordered adds wait for each
+  // Not in the _lf entry (ordered adds, mostly deterministic): they wait for each
   // publication, and with the late one it lost ~5%; without it, +2-5% (v47a).
   constexpr bool dq_publish_next_step() const {
     return causal && persistent && dq_split == DqSplit::Queries && !last_first;

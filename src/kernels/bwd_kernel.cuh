@@ -31,8 +31,8 @@
 // LSE in log2 units, the dQ accumulator (where a first writer stores: the blocks no CTA writes)
 // zeroed and the semaphores started (bwd_dq_counter_start); line 2) and _post (dQ scaled and
 // converted; line 38). Where BwdConfig::causal_last_first (d64 causal) the cubin also has _lf:
-// this main loop for the deterministic mode's causal calls, which add a query block's dQ parts
-// the last K/V block's first (kLastFirst).
+// this main loop for the causal calls with ordered adds in backward_add_order's last-first
+// order, which add a query block's dQ parts the last K/V block's first (kLastFirst).
 #pragma once
 
 #include <math.h>
@@ -102,8 +102,8 @@ struct BwdTraits {
   static constexpr int kDqPieces = kCfg.dq_pieces();
   static constexpr int kDqSlots = kCfg.dq_slots();
   static constexpr bool kDqRing = kCfg.dq_ring();  // _kvt: the pieces share a ring of buffers
-  // The <name>_lf entry: the deterministic mode's causal calls, the last K/V block's dQ adds
-  // first (kOrderedLastFirst, BwdWork::add_rank; where and why: BwdConfig::causal_last_first).
+  // The <name>_lf entry: causal calls with ordered adds, the last K/V block's dQ adds first
+  // (kOrderedLastFirst, BwdWork::add_rank; where and why: BwdConfig::causal_last_first).
   static constexpr bool kLastFirst = kCfg.last_first;
   static constexpr bool kHasLastFirst = kCfg.causal_last_first();  // the cubin has _lf
   static constexpr bool kDqTurnEarly = kCfg.dq_turn_early();

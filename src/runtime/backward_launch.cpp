@@ -36,7 +36,15 @@ bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
 
 int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob) {
   if (!backward_ordered_adds(c, prob)) return 0;
-  return c.causal_last_first() && prob.deterministic ? kOrderedLastFirst : kOrderedKvBlocks;
+  // The kernels with an _lf entry (BwdConfig::causal_last_first: d64 causal) take the last
+  // K/V block's adds first for every deterministic call, and for the default mode's small
+  // causal calls from 6 query blocks: last-first / K/V block order, bf16 and fp16 alike, on
+  // an H200 0.982-0.989 at 2-5 blocks of 128 rows (256-640) and 1.026-1.043 at 6-8 (768-1024);
+  // this rule against the one before, 0.997-1.002 at 512-640 and 1.031-1.042 at 768-1024 (H200),
+  // 0.999-1.001 and 1.014-1.029 (H100; docs/perf-history.md v49).
+  const bool last_first = c.causal_last_first() &&
+                          (prob.deterministic || (prob.seqlen_q + c.block_m - 1) / c.block_m >= 6);
+  return last_first ? kOrderedLastFirst : kOrderedKvBlocks;
 }
 
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
@@ -182,8 +190,8 @@ Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardPro
     bool dependent;
     const char* what;
   };
-  // The deterministic mode's causal calls at head dim 64 run the cubin's _lf entry: the same
-  // main loop with the last K/V block's dQ adds first (BwdConfig::causal_last_first).
+  // Calls with the last K/V block's dQ adds first (backward_add_order: d64 causal) run the
+  // cubin's _lf entry, the same main loop in that order (BwdConfig::causal_last_first).
   const bool last_first = params.ordered_adds == kOrderedLastFirst;
   const Step steps[3] = {
       {functions.pre, grids.pre, kBwdAuxThreads, 0, false, "_pre"},

@@ -23,9 +23,10 @@ struct BackwardGrids {
 // at head dim 64), where that is faster.
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob);
 
-// BwdParams::ordered_adds: 0 without ordered adds, else their order (BwdOrder): causal
-// deterministic calls the last K/V block's adds first (the public FA3's order), the small
-// causal calls of the default mode and non-causal calls K/V block order.
+// BwdParams::ordered_adds: 0 without ordered adds, else their order (BwdOrder): the causal
+// calls of a kernel with an _lf entry (d64) the last K/V block's adds first (the public FA3's
+// order), deterministic ones always, the default mode's small ones from 6 query blocks; the
+// other causal calls and non-causal calls K/V block order.
 int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
 
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
