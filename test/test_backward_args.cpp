@@ -858,6 +858,21 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postpro
           kernel + "_pre " + kernel + (causal ? "_lf " : " ") + kernel + "_post ");
     CHECK(last_params().ordered_adds ==
           (causal ? fa3::kOrderedLastFirst : fa3::kOrderedKvBlocks));
+    // The default mode's small causal calls order their adds too (backward_ordered_adds):
+    // from 6 query blocks the last K/V block's first, in the _lf entry; below that, K/V
+    // block order in the main entry. Non-causal calls add unordered.
+    for (const auto& [seqlen, last_first] : {std::pair<int64_t, bool>{1000, true}, {640, false}}) {
+      INFO("seqlen " << seqlen);
+      Args short_call;
+      d64(short_call, seqlen, causal);
+      fake().reset();
+      REQUIRE(short_call.run(fh.h) == FA3_OK);
+      CHECK(fake().launch_names() == kernel + "_pre " + kernel +
+                                         (causal && last_first ? "_lf " : " ") + kernel + "_post ");
+      CHECK(last_params().ordered_adds == (!causal      ? 0
+                                           : last_first ? fa3::kOrderedLastFirst
+                                                        : fa3::kOrderedKvBlocks));
+    }
   }
   // The d128 causal pick has no _lf entry: its deterministic calls run the main one.
   a.p.deterministic = 1;
