@@ -157,7 +157,7 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 # set, each a built-in tuning table bwd pick (test_registry.cpp checks that every bwd pick is here
 # and every kernel here a pick; a backward call whose table has no bwd entry for its key runs the
 # first that fits). Each cubin also holds the call's preprocess and postprocess kernels, and the
-# d64 causal ones the deterministic mode's _lf entry (BwdConfig::causal_last_first).
+# d64 causal ones the _lf entry of their ordered causal calls (BwdConfig::causal_last_first).
 BWD_PRODUCTION_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_rw_fs_pt \

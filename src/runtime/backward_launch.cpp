@@ -42,8 +42,10 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob) {
   // an H200 0.982-0.989 at 2-5 blocks of 128 rows (256-640) and 1.026-1.043 at 6-8 (768-1024);
   // this rule against the one before, 0.997-1.002 at 512-640 and 1.031-1.042 at 768-1024 (H200),
   // 0.999-1.001 and 1.014-1.029 (H100; docs/perf-history.md v49).
+  constexpr int64_t kLastFirstMinQueryBlocks = 6;
+  const int64_t query_blocks = (prob.seqlen_q + c.block_m - 1) / c.block_m;
   const bool last_first = c.causal_last_first() &&
-                          (prob.deterministic || (prob.seqlen_q + c.block_m - 1) / c.block_m >= 6);
+                          (prob.deterministic || query_blocks >= kLastFirstMinQueryBlocks);
   return last_first ? kOrderedLastFirst : kOrderedKvBlocks;
 }
 
