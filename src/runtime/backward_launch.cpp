@@ -19,6 +19,11 @@ void copy_strides(const fa3_tensor& t, int64_t out[3]) {
   out[2] = t.stride_head;
 }
 
+// The kernel's query blocks along seqlen_q (the last one partial where it does not divide).
+int64_t query_blocks(const BwdConfig& c, const BackwardProblem& prob) {
+  return (prob.seqlen_q + c.block_m - 1) / c.block_m;
+}
+
 }  // namespace
 
 bool backward_ordered_adds(const BwdConfig& c, const BackwardProblem& prob) {
@@ -43,9 +48,8 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob) {
   // this rule against the one before, 0.997-1.002 at 512-640 and 1.031-1.042 at 768-1024 (H200),
   // 0.999-1.001 and 1.014-1.029 (H100; docs/perf-history.md v49).
   constexpr int64_t kLastFirstMinQueryBlocks = 6;
-  const int64_t query_blocks = (prob.seqlen_q + c.block_m - 1) / c.block_m;
   const bool last_first = c.causal_last_first() &&
-                          (prob.deterministic || query_blocks >= kLastFirstMinQueryBlocks);
+                          (prob.deterministic || query_blocks(c, prob) >= kLastFirstMinQueryBlocks);
   return last_first ? kOrderedLastFirst : kOrderedKvBlocks;
 }
 
@@ -76,7 +80,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   const BwdConfig& c = kernel.bwd;
   const BackwardWorkspace ws = backward_workspace(prob);
   const int64_t rows = backward_rows(prob.seqlen_q);
-  if ((prob.seqlen_q + c.block_m - 1) / c.block_m * c.block_m > rows ||
+  if (query_blocks(c, prob) * c.block_m > rows ||
       c.block_m < kWorkspaceSemaphoreRows)
     return make_error(FA3_ERR_INTERNAL, "kernel " + kernel.name +
                                             " has query blocks the workspace layout does not tile");
@@ -122,7 +126,7 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.heads_kv = static_cast<int32_t>(prob.heads_kv);
   p.batch = static_cast<int32_t>(prob.batch);
   p.heads_per_kv_head = static_cast<int32_t>(prob.heads / prob.heads_kv);
-  p.num_m_blocks = static_cast<int32_t>((prob.seqlen_q + c.block_m - 1) / c.block_m);
+  p.num_m_blocks = static_cast<int32_t>(query_blocks(c, prob));
   p.num_n_blocks = static_cast<int32_t>((prob.seqlen_k + c.block_n - 1) / c.block_n);
   p.scale = prob.softmax_scale;
   p.scale_log2 = static_cast<float>(static_cast<double>(prob.softmax_scale) * M_LOG2E);
