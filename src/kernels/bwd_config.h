@@ -184,6 +184,16 @@ struct BwdConfig {
   constexpr bool dq_publish_next_step() const {
     return causal && persistent && dq_split == DqSplit::Queries && !last_first;
   }
+  // _pt: whether K_j has two buffers, so that a tile's K_j loads while the tile before runs
+  // (its buffer free once the tile two before has ended) and its V_j once the tile before has
+  // read its own (after that tile's last dP^T GEMM), not both once the tile before has ended:
+  // the tile boundary's K/V arrival (v28h: ~0.46 step a tile) off the consumers' path. The
+  // d64 kernels (_dqq), whose 16 KB K_j fits beside the rest; at d128 no 32 KB is left.
+  // Measured (docs/perf-history.md v53a, an H100, against one buffer): d64 causal +2.7-3.0%
+  // at 2k, +1.0% at 4k, +0.4-0.8% at 8k, 16k within its spread.
+  constexpr bool k_double_buffered() const {
+    return persistent && dq_split == DqSplit::Queries;
+  }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
@@ -232,7 +242,8 @@ constexpr int kBwdAuxThreads = 128;
 // Shared-memory plan of a backward CTA, in bytes from a 1024-byte aligned base. 16-bit tiles
 // are head_dim/64 column chunks of rows x 128 bytes with the 128-byte swizzle (TMA and wgmma).
 struct BwdSmemLayout {
-  uint32_t k_offset, v_offset, kv_bytes;  // K_j and V_j: block_n x head_dim tiles
+  // K_j (k_double_buffered: two, the second at k_offset + kv_bytes) and V_j: block_n x head_dim
+  uint32_t k_offset, v_offset, kv_bytes;
   uint32_t q_offset, do_offset, qdo_stage_bytes;  // Q_i and dO_i stages
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
   uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
@@ -247,18 +258,19 @@ struct BwdSmemLayout {
     // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
     // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
     // tile slots and three roles' carries (4 bytes each); dV_j staged in the dS^T stages:
-    // dv_read
+    // dv_read; k_double_buffered: (after dv_read's place) k_full[2], k_empty[2]
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
            (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u) +
            (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u) +
-           (c.dv_staged_in_ds() ? 1u : 0u);
+           (c.dv_staged_in_ds() || c.k_double_buffered() ? 1u : 0u) +
+           (c.k_double_buffered() ? 4u : 0u);
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {
     BwdSmemLayout l{};
     l.kv_bytes = static_cast<uint32_t>(c.block_n * c.head_dim * 2);
     l.k_offset = 0;
-    l.v_offset = l.k_offset + l.kv_bytes;
+    l.v_offset = l.k_offset + l.kv_bytes * (c.k_double_buffered() ? 2u : 1u);
     l.qdo_stage_bytes = static_cast<uint32_t>(c.block_m * c.head_dim * 2);
     l.q_offset = l.v_offset + l.kv_bytes;
     l.do_offset = l.q_offset + l.qdo_stage_bytes * c.stages;

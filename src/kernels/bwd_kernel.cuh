@@ -109,6 +109,7 @@ struct BwdTraits {
   static constexpr bool kDqTurnEarly = kCfg.dq_turn_early();
   static constexpr bool kDqPublishNextStep = kCfg.dq_publish_next_step();
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
+  static constexpr bool kKDouble = kCfg.k_double_buffered();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   // _pt: a warpgroup's 64 keys of dK_j or dV_j, staged in its dQ buffer (two of them).
@@ -162,6 +163,9 @@ struct BwdSmem {
   // _pt with dV_j staged in the dS^T stages: the storer has read them (the next tile's dS^T
   // may be written).
   uint32_t dv_read;
+  // kKDouble: K_j in buffer b full (the producer's copy) and read by its tile's GEMMs (every
+  // consumer thread); kv_full and kv_empty then tell of V_j alone.
+  uint32_t k_full, k_empty;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
   __device__ __forceinline__ explicit BwdSmem(uint32_t base) {
@@ -187,7 +191,15 @@ struct BwdSmem {
     dkv_full = tile_empty + 16;
     tile_slots = dkv_full + 8 * Tr::kConsumers;
     dv_read = tile_slots + 32;
+    k_full = dv_read + 8;
+    k_empty = k_full + 16;
   }
+  // Tile k's K_j (k: the tiles before, modulo 4): buffer k % 2 with kKDouble.
+  __device__ __forceinline__ uint32_t k_tile(uint32_t tiles) const {
+    return Tr::kKDouble ? k + (tiles & 1) * Tr::kSmem.kv_bytes : k;
+  }
+  __device__ __forceinline__ uint32_t k_full_bar(uint32_t k) const { return k_full + 8 * (k & 1); }
+  __device__ __forceinline__ uint32_t k_empty_bar(uint32_t k) const { return k_empty + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
   // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
@@ -405,18 +417,36 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
     ptx::prefetch_tensormap(&p.tma_do);
+  }
+  // The maps' boxes (kv_box_rows) of K_j and V_j.
+  if constexpr (Tr::kKDouble) {
+    const auto load_kv = [&](uint32_t dst, const void* map, uint32_t full) {
+      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+        for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows)
+          ptx::tma_load_4d(dst + c * Tr::KVTile::kChunkBytes + r * 128, map, full, c * 64,
+                           w.n_block * Tr::kBlockN + r, w.kv_head, w.batch);
+    };
+    // K_j into buffer k % 2 once the tile two before (its last user) has ended: while the
+    // tile before still runs. V_j once the tile before has read its own.
+    const uint32_t k = c.tiles();
+    tile::mbarrier_wait_idle(sm.k_empty_bar(k), ((k >> 1) & 1) ^ 1);
+    ptx::mbarrier_arrive_expect_tx(sm.k_full_bar(k), Tr::kSmem.kv_bytes);
+    load_kv(sm.k_tile(k), &p.tma_k, sm.k_full_bar(k));
+    if (!c.first()) tile::mbarrier_wait_idle(sm.kv_empty, (k - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(sm.kv_full, Tr::kSmem.kv_bytes);
+    load_kv(sm.v, &p.tma_v, sm.kv_full);
   } else {
     // _pt: the last tile's GEMMs have read K_j and V_j (its dK_j and dV_j leave elsewhere).
-    tile::mbarrier_wait_idle(sm.kv_empty, (c.tiles() - 1) & 1);
+    if (!c.first()) tile::mbarrier_wait_idle(sm.kv_empty, (c.tiles() - 1) & 1);
+    ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {
+        const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
+        const int row = w.n_block * Tr::kBlockN + r;
+        ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+        ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+      }
   }
-  ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
-  for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-    for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {  // the maps' boxes (kv_box_rows)
-      const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
-      const int row = w.n_block * Tr::kBlockN + r;
-      ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
-      ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
-    }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
   // launch); K_j and V_j do not, so their loads go first.
   if (c.first()) {
@@ -817,7 +847,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   float dk[Tr::kAcc], dv[Tr::kAcc];
   tile::fill(dk, 0.0f);
   tile::fill(dv, 0.0f);
+  if constexpr (Tr::kKDouble)
+    tile::mbarrier_wait(sm.k_full_bar(carry.tiles()), (carry.tiles() >> 1) & 1);
   tile::mbarrier_wait(sm.kv_full, carry.tiles() & 1);
+  const uint32_t k_tile = sm.k_tile(carry.tiles());  // K_j
   // _pt, dV_j staged in the dS^T stages: the last tile's, read by the storer before this
   // tile's first dS^T store (by then long since: its TMA stores read them as the tile ended).
   if constexpr (Tr::kDvInDs)
@@ -842,7 +875,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     float s[Tr::kSAcc], dp[Tr::kSAcc];
     const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
-        s, sm.k, a_row0, sm.q_stage(st.index) + s_col0 * 128);
+        s, k_tile, a_row0, sm.q_stage(st.index) + s_col0 * 128);
     if constexpr (Tr::kSplitQdo) tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
@@ -871,6 +904,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     load_column_pairs(stat, sm.dpsum_stage(st.index) + 4 * col0, ColGroups{});
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
+    // kKDouble: the tile's last dP^T GEMM has read V_j; the next tile's may load.
+    if constexpr (Tr::kKDouble)
+      if (t == steps - 1) ptx::mbarrier_arrive(sm.kv_empty);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
     for_each_column_value(stat, [&](int e, int, float d) { dp[e] = s[e] * (dp[e] - d); });
     // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
@@ -943,7 +979,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
             dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
       else if constexpr (Tr::kDqSplit == DqSplit::Queries)
         tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
-            dq, ds, dq_row0, sm.k, tile::Accumulate::No);
+            dq, ds, dq_row0, k_tile, tile::Accumulate::No);
       else
         tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
             dq, ds + wg * Tr::kRows64, 0, sm.k + wg * Tr::kRows64, tile::Accumulate::No);
@@ -969,8 +1005,14 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   }
   if constexpr (Tr::kDqPublishNextStep)  // the tile's last dQ part
     if (steps > 0) bwd_publish_dq_part(sm, wg);
-  // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load.
-  if constexpr (Tr::kPersistent) ptx::mbarrier_arrive(sm.kv_empty);
+  // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load (kKDouble:
+  // K_j's buffer, and V_j here only for a tile of no steps).
+  if constexpr (Tr::kKDouble) {
+    ptx::mbarrier_arrive(sm.k_empty_bar(carry.tiles()));
+    if (steps == 0) ptx::mbarrier_arrive(sm.kv_empty);
+  } else if constexpr (Tr::kPersistent) {
+    ptx::mbarrier_arrive(sm.kv_empty);
+  }
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
   // query sees (causal) get zeros.
 #pragma unroll
@@ -1269,6 +1311,11 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
       }
       for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_init(sm.dkv_full_bar(wg), 128);
       if (Tr::kDvInDs) ptx::mbarrier_init(sm.dv_read, 1);
+      if (Tr::kKDouble)
+        for (uint32_t b = 0; b < 2; ++b) {
+          ptx::mbarrier_init(sm.k_full_bar(b), 1);
+          ptx::mbarrier_init(sm.k_empty_bar(b), 128 * Tr::kConsumers);
+        }
     }
     ptx::fence_mbarrier_init();
   }
