@@ -4,6 +4,7 @@
 #             backward GPU tests
 #   s53.sh b: fa3-sass on the backward kernels, the sanitizers on [backward][sanitize],
 #             [gpu][large], Python
+#   s53.sh c: (v53a's library) the side by side as in a, [gpu][large], Python
 cd "$(dirname "$0")/../../.."
 find build -exec touch {} + 2>/dev/null
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
@@ -15,7 +16,13 @@ step() {  # step NAME LIMIT CMD...: CMD's output in $OUT/NAME.log, its status an
   echo "rc=$? $((SECONDS - s)) s" >> "$OUT/$name.log"
   tail -3 "$OUT/$name.log"
 }
-if [ "$1" = a ]; then
+if [ "$1" = c ]; then
+  # c: after v53a, the side by side and the checks it had not run: [gpu][large], Python
+  SIDE_BY_SIDE_BWD_ARGS="--systems fa3,fa3-det,fa3-public,cudnn --rounds 8" \
+    timeout --signal=KILL 300 tools/gpu-check.sh side-by-side-bwd 2>&1 | tail -4
+  step large 80 build/fa3_tests '[gpu][large]'
+  step python 60 tools/run_python_tests.sh
+elif [ "$1" = a ]; then
   SIDE_BY_SIDE_BWD_ARGS="--systems fa3,fa3-det,fa3-public,cudnn --rounds 8" \
     timeout --signal=KILL 300 tools/gpu-check.sh side-by-side-bwd 2>&1 | tail -4
   step tests 230 build/fa3_tests '[gpu][backward]~[large]'
