@@ -1,7 +1,8 @@
 #!/bin/bash
 # session 53, v53a: K_j double-buffered in the d64 _pt kernels (BwdConfig::k_double_buffered).
 #   s53c.sh a: the _pt walk test first (a wrong barrier count hangs: 120 s), the A/B against the
-#             shipped library (.prev/libfa3.so) at d64 causal, then the backward GPU tests
+#             shipped library (.prev/libfa3.so) at d64 causal, then (not with `a quick`) the backward
+#             GPU tests
 #   s53c.sh b: the A/B with 24 rounds from 2k, the sanitizers on [backward][sanitize], fa3-sass on
 #             the backward kernels
 cd "$(dirname "$0")/../../.."
@@ -24,7 +25,7 @@ if [ "$1" = a ]; then
       --causal 1 --seqlens 1024,2048,4096,8192,16384 --systems fa3,fa3-prev,fa3-public \
       --rounds 8 --prev-lib .prev/libfa3.so --public-fa3 .anchors/fa3 --out-dir "$OUT"
   done
-  step tests 230 build/fa3_tests '[gpu][backward]~[large]'
+  [ "$2" = quick ] || step tests 230 build/fa3_tests '[gpu][backward]~[large]'
 else
   # b: the A/B again with more rounds (2k-16k), then the checks a kept kernel needs
   for dtype in bf16 fp16; do
