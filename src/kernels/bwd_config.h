@@ -54,7 +54,8 @@
 // hold dK_j's, 16 KB at head dim 64 and 128; dV_j's go there too at 64, in a buffer of their
 // own at 128 with _dqh, 32 KB in all, and in its dS^T stage with _dqt, where no shared memory
 // is left) and a warp of the producer warpgroup stores them by TMA while the next tile's K_j
-// and V_j (loaded as soon as the last step's GEMMs have read them) and first steps run; the
+// and V_j (loaded as soon as the last step's GEMMs have read them; at d64 K_j during the tile
+// before and V_j after its last dP^T, k_double_buffered) and first steps run; the
 // CTA's start (launch, barrier set-up) is paid once per SM, not once per tile (v28h: 1.6 steps
 // a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal (+1-3% from 1k to 4k,
 // v34; level or ahead from 12k since v46f, v47b), d128 causal below 6144 (v44b) and d128
