@@ -190,8 +190,9 @@ struct BwdConfig {
   // read its own (after that tile's last dP^T GEMM), not both once the tile before has ended:
   // the tile boundary's K/V arrival (v28h: ~0.46 step a tile) off the consumers' path. The
   // d64 kernels (_dqq), whose 16 KB K_j fits beside the rest; at d128 no 32 KB is left.
-  // Measured (docs/perf-history.md v53a, an H100, against one buffer): d64 causal +2.7-3.0%
-  // at 2k, +1.0% at 4k, +0.4-0.8% at 8k, 16k within its spread.
+  // Measured (docs/perf-history.md v53a, against one buffer): d64 causal +2.7-3.0% at 2k,
+  // +1.0% at 4k, +0.4-0.8% at 8k, 16k within its spread (an H100); +2.2-2.6%, +1.0-1.2%,
+  // +1.0-1.7% (an H200).
   constexpr bool k_double_buffered() const {
     return persistent && dq_split == DqSplit::Queries;
   }
