@@ -181,7 +181,9 @@ struct BwdConfig {
   // d64 causal loop's samples under ncu at 16k). Measured (docs/perf-history.md v46f): d64
   // causal _pt +2% at 2k-8k; d64 non-causal -1..-3%, d128 -1..-12%, d256 level: only there.
   // Not in the _lf entry (ordered adds, mostly deterministic): they wait for each
-  // publication, and with the late one it lost ~5%; without it, +2-5% (v47a).
+  // publication, and with the late one it lost ~5%; without it, +2-5% (v47a). A tile's last
+  // part goes at once, in its own step: the warpgroup stages dK_j in that buffer at the
+  // tile's end, once the dQ writer has taken it (v53d: +0.5% at 4k, an H100).
   constexpr bool dq_publish_next_step() const {
     return causal && persistent && dq_split == DqSplit::Queries && !last_first;
   }

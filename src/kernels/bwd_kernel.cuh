@@ -992,7 +992,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-      if constexpr (!Tr::kDqPublishNextStep) bwd_publish_dq_part(sm, wg);
+      // (kDqPublishNextStep: the tile's last part at once, so that the dQ writer has taken it
+      // by the tile's end, where the warpgroup stages dK_j in this buffer.)
+      if (!Tr::kDqPublishNextStep || t == steps - 1) bwd_publish_dq_part(sm, wg);
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dk);
       // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
@@ -1003,8 +1005,6 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     }
     st.advance();
   }
-  if constexpr (Tr::kDqPublishNextStep)  // the tile's last dQ part
-    if (steps > 0) bwd_publish_dq_part(sm, wg);
   // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load (kKDouble:
   // K_j's buffer, and V_j here only for a tile of no steps).
   if constexpr (Tr::kKDouble) {
