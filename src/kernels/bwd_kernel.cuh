@@ -418,13 +418,15 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     ptx::prefetch_tensormap(&p.tma_v);
     ptx::prefetch_tensormap(&p.tma_do);
   }
-  // The maps' boxes (kv_box_rows) of K_j and V_j.
+  // Box (chunk c, rows from r) of K_j's or V_j's tile: the maps' boxes (kv_box_rows).
+  const auto load_kv_box = [&](uint32_t dst, const void* map, uint32_t full, int c, int r) {
+    ptx::tma_load_4d(dst + c * Tr::KVTile::kChunkBytes + r * 128, map, full, c * 64,
+                     w.n_block * Tr::kBlockN + r, w.kv_head, w.batch);
+  };
   if constexpr (Tr::kKDouble) {
     const auto load_kv = [&](uint32_t dst, const void* map, uint32_t full) {
       for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows)
-          ptx::tma_load_4d(dst + c * Tr::KVTile::kChunkBytes + r * 128, map, full, c * 64,
-                           w.n_block * Tr::kBlockN + r, w.kv_head, w.batch);
+        for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) load_kv_box(dst, map, full, c, r);
     };
     // K_j into buffer k % 2 once the tile two before (its last user) has ended: while the
     // tile before still runs. V_j once the tile before has read its own.
@@ -441,10 +443,8 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {
-        const uint32_t at = c * Tr::KVTile::kChunkBytes + r * 128;
-        const int row = w.n_block * Tr::kBlockN + r;
-        ptx::tma_load_4d(sm.k + at, &p.tma_k, sm.kv_full, c * 64, row, w.kv_head, w.batch);
-        ptx::tma_load_4d(sm.v + at, &p.tma_v, sm.kv_full, c * 64, row, w.kv_head, w.batch);
+        load_kv_box(sm.k, &p.tma_k, sm.kv_full, c, r);
+        load_kv_box(sm.v, &p.tma_v, sm.kv_full, c, r);
       }
   }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
