@@ -198,6 +198,12 @@ struct BwdConfig {
   constexpr bool k_double_buffered() const {
     return persistent && dq_split == DqSplit::Queries;
   }
+  // _pt with one K_j buffer (head dim 128): V_j and K_j each given to the next tile's loads
+  // once the tile's last GEMM to read it has completed (V_j: its last dP^T; K_j: its last dQ
+  // GEMM), instead of both once the tile has ended, with the next tile's first Q_i and dO_i
+  // queued behind them: of what k_double_buffered hides, the part of the last step after
+  // those GEMMs (the dK GEMM, the dK_j / dV_j staging).
+  constexpr bool kv_released_apart() const { return persistent && !k_double_buffered(); }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
@@ -262,12 +268,13 @@ struct BwdSmemLayout {
     // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
     // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
     // tile slots and three roles' carries (4 bytes each); dV_j staged in the dS^T stages:
-    // dv_read; k_double_buffered: (after dv_read's place) k_full[2], k_empty[2]
+    // dv_read (its place kept in every _pt kernel); after it, k_double_buffered: k_full[2],
+    // k_empty[2]; kv_released_apart: k_empty
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
            (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u) +
            (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u) +
-           (c.dv_staged_in_ds() || c.k_double_buffered() ? 1u : 0u) +
-           (c.k_double_buffered() ? 4u : 0u);
+           (c.persistent ? 1u : 0u) +
+           (c.k_double_buffered() ? 4u : c.kv_released_apart() ? 1u : 0u);
   }
 
   static constexpr BwdSmemLayout of(const BwdConfig& c) {

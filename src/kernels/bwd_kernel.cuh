@@ -110,6 +110,7 @@ struct BwdTraits {
   static constexpr bool kDqPublishNextStep = kCfg.dq_publish_next_step();
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr bool kKDouble = kCfg.k_double_buffered();
+  static constexpr bool kKvReleasedApart = kCfg.kv_released_apart();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   // _pt: a warpgroup's 64 keys of dK_j or dV_j, staged in its dQ buffer (two of them).
@@ -164,7 +165,8 @@ struct BwdSmem {
   // may be written).
   uint32_t dv_read;
   // kKDouble: K_j in buffer b full (the producer's copy) and read by its tile's GEMMs (every
-  // consumer thread); kv_full and kv_empty then tell of V_j alone.
+  // consumer thread); kv_full and kv_empty then tell of V_j alone. kKvReleasedApart: K_j
+  // read by its tile's last dQ GEMM (k_empty, one buffer); kv_empty then tells of V_j alone.
   uint32_t k_full, k_empty;
   typename Tr::Pipe pipe;  // Q_i, dO_i, LSE_i, D_i per stage
 
@@ -192,14 +194,16 @@ struct BwdSmem {
     tile_slots = dkv_full + 8 * Tr::kConsumers;
     dv_read = tile_slots + 32;
     k_full = dv_read + 8;
-    k_empty = k_full + 16;
+    k_empty = Tr::kKDouble ? k_full + 16 : dv_read + 8;
   }
   // Tile k's K_j (k: the tiles before, modulo 4): buffer k % 2 with kKDouble.
   __device__ __forceinline__ uint32_t k_tile(uint32_t tiles) const {
     return Tr::kKDouble ? k + (tiles & 1) * Tr::kSmem.kv_bytes : k;
   }
   __device__ __forceinline__ uint32_t k_full_bar(uint32_t k) const { return k_full + 8 * (k & 1); }
-  __device__ __forceinline__ uint32_t k_empty_bar(uint32_t k) const { return k_empty + 8 * (k & 1); }
+  __device__ __forceinline__ uint32_t k_empty_bar(uint32_t k) const {
+    return Tr::kKDouble ? k_empty + 8 * (k & 1) : k_empty;
+  }
   __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
   // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
@@ -423,11 +427,23 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     ptx::tma_load_4d(dst + c * Tr::KVTile::kChunkBytes + r * 128, map, full, c * 64,
                      w.n_block * Tr::kBlockN + r, w.kv_head, w.batch);
   };
+  const auto load_kv = [&](uint32_t dst, const void* map, uint32_t full) {
+    for (int c = 0; c < Tr::KVTile::kChunks; ++c)
+      for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) load_kv_box(dst, map, full, c, r);
+  };
+  // kKvReleasedApart, a CTA's later tiles: V_j once the tile before's last dP^T GEMM has read
+  // its own, then K_j once its last dQ GEMM has, then the first steps' Q_i and dO_i. (The
+  // first Q_i and dO_i before them, whose stage is free by then, spilled 4 bytes at d128
+  // causal.)
+  const auto load_kv_released = [&] {
+    const uint32_t before = c.tiles() - 1;
+    tile::mbarrier_wait_idle(sm.kv_empty, before & 1);
+    ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
+    load_kv(sm.v, &p.tma_v, sm.kv_full);
+    tile::mbarrier_wait_idle(sm.k_empty_bar(0), before & 1);
+    load_kv(sm.k, &p.tma_k, sm.kv_full);
+  };
   if constexpr (Tr::kKDouble) {
-    const auto load_kv = [&](uint32_t dst, const void* map, uint32_t full) {
-      for (int c = 0; c < Tr::KVTile::kChunks; ++c)
-        for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) load_kv_box(dst, map, full, c, r);
-    };
     // K_j into buffer k % 2 once the tile two before (its last user) has ended: while the
     // tile before still runs. V_j once the tile before has read its own.
     const uint32_t k = c.tiles();
@@ -437,9 +453,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     if (!c.first()) tile::mbarrier_wait_idle(sm.kv_empty, (k - 1) & 1);
     ptx::mbarrier_arrive_expect_tx(sm.kv_full, Tr::kSmem.kv_bytes);
     load_kv(sm.v, &p.tma_v, sm.kv_full);
-  } else {
-    // _pt: the last tile's GEMMs have read K_j and V_j (its dK_j and dV_j leave elsewhere).
-    if (!c.first()) tile::mbarrier_wait_idle(sm.kv_empty, (c.tiles() - 1) & 1);
+  } else if (c.first()) {  // a CTA's first tile (the one-tile kernels' only one)
     ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {
@@ -457,6 +471,8 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(c.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
+  if constexpr (Tr::kKvReleasedApart)
+    if (!c.first()) load_kv_released();
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     sm.pipe.producer_acquire(st);
@@ -904,8 +920,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     load_column_pairs(stat, sm.dpsum_stage(st.index) + 4 * col0, ColGroups{});
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
-    // kKDouble: the tile's last dP^T GEMM has read V_j; the next tile's may load.
-    if constexpr (Tr::kKDouble)
+    // _pt (kKDouble, kKvReleasedApart): the tile's last dP^T GEMM has read V_j; the next
+    // tile's may load.
+    if constexpr (Tr::kKDouble || Tr::kKvReleasedApart)
       if (t == steps - 1) ptx::mbarrier_arrive(sm.kv_empty);
     // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
     for_each_column_value(stat, [&](int e, int, float d) { dp[e] = s[e] * (dp[e] - d); });
@@ -946,6 +963,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       float dq[Tr::kDqAcc];
       static_assert(Tr::kSplitQdo, "_kvh tiles leave room for one stage: Q_i, dO_i apart");
       static_assert(!Tr::kDqPublishNextStep, "_kvh publishes its dQ part in its own step");
+      static_assert(!Tr::kPersistent, "_kvh releases K_j and V_j at a tile's end (none: one tile)");
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
@@ -988,6 +1006,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       ptx::wgmma_wait_group<1>();  // dV and dQ
       tile::pin_registers(dv);
       tile::pin_registers(dq);
+      // kKvReleasedApart: the tile's last dQ GEMM has read K_j; the next tile's may load.
+      if constexpr (Tr::kKvReleasedApart)
+        if (t == steps - 1) ptx::mbarrier_arrive(sm.k_empty_bar(0));
       // Lines 27-33: the part to shared memory (fragment order: 16-byte stores, no bank
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
@@ -1006,12 +1027,16 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     st.advance();
   }
   // _pt: the last step's GEMMs have read K_j and V_j; the next tile's may load (kKDouble:
-  // K_j's buffer, and V_j here only for a tile of no steps).
+  // K_j's buffer; V_j, and kKvReleasedApart's K_j, were released in the loop, here only for
+  // a tile of no steps).
   if constexpr (Tr::kKDouble) {
     ptx::mbarrier_arrive(sm.k_empty_bar(carry.tiles()));
     if (steps == 0) ptx::mbarrier_arrive(sm.kv_empty);
-  } else if constexpr (Tr::kPersistent) {
-    ptx::mbarrier_arrive(sm.kv_empty);
+  } else if constexpr (Tr::kKvReleasedApart) {
+    if (steps == 0) {
+      ptx::mbarrier_arrive(sm.kv_empty);
+      ptx::mbarrier_arrive(sm.k_empty_bar(0));
+    }
   }
   // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
   // query sees (causal) get zeros.
@@ -1316,6 +1341,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
           ptx::mbarrier_init(sm.k_full_bar(b), 1);
           ptx::mbarrier_init(sm.k_empty_bar(b), 128 * Tr::kConsumers);
         }
+      if (Tr::kKvReleasedApart) ptx::mbarrier_init(sm.k_empty_bar(0), 128 * Tr::kConsumers);
     }
     ptx::fence_mbarrier_init();
   }
