@@ -202,7 +202,9 @@ struct BwdConfig {
   // once the tile's last GEMM to read it has completed (V_j: its last dP^T; K_j: its last dQ
   // GEMM), instead of both once the tile has ended, with the next tile's first Q_i and dO_i
   // queued behind them: of what k_double_buffered hides, the part of the last step after
-  // those GEMMs (the dK GEMM, the dK_j / dV_j staging).
+  // those GEMMs (the dK GEMM, the dK_j / dV_j staging). Measured (docs/perf-history.md v54a,
+  // an H200, against both at the tile's end): d128 causal +2.2% at 1k, +1.8% at 2k, +1.1-1.3%
+  // at 4k; d128 non-causal level (its tiles are 13-200 steps long).
   constexpr bool kv_released_apart() const { return persistent && !k_double_buffered(); }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
