@@ -30,5 +30,9 @@ if [ ! -f "$FA3_LIBRARY" ]; then
   echo "note: $FA3_LIBRARY does not exist (run make first); tests that need it will skip"
 fi
 echo "python tests: $("$PYTHON" --version 2>&1), FA3_LIBRARY=$FA3_LIBRARY"
+# The run is quiet already (-q): a -q of the caller's would make it -qq, which drops pytest's
+# summary line (its passed / skipped counts), so it is left out.
+args=()
+for arg in "$@"; do [ "$arg" = -q ] || args+=("$arg"); done
 # -p no:cacheprovider: no .pytest_cache left in the source tree; -rs: print skip reasons.
-exec "$PYTHON" -m pytest -q -rs -p no:cacheprovider python/tests "$@"
+exec "$PYTHON" -m pytest -q -rs -p no:cacheprovider python/tests ${args[@]+"${args[@]}"}
