@@ -431,18 +431,6 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) load_kv_box(dst, map, full, c, r);
   };
-  // kKvReleasedApart, a CTA's later tiles: V_j once the tile before's last dP^T GEMM has read
-  // its own, then K_j once its last dQ GEMM has, then the first steps' Q_i and dO_i. (The
-  // first Q_i and dO_i before them, whose stage is free by then, spilled 4 bytes at d128
-  // causal.)
-  const auto load_kv_released = [&] {
-    const uint32_t before = c.tiles() - 1;
-    tile::mbarrier_wait_idle(sm.kv_empty, before & 1);
-    ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
-    load_kv(sm.v, &p.tma_v, sm.kv_full);
-    tile::mbarrier_wait_idle(sm.k_empty_bar(0), before & 1);
-    load_kv(sm.k, &p.tma_k, sm.kv_full);
-  };
   if constexpr (Tr::kKDouble) {
     // K_j into buffer k % 2 once the tile two before (its last user) has ended: while the
     // tile before still runs. V_j once the tile before has read its own.
@@ -471,8 +459,19 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(c.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
+  // kKvReleasedApart, a CTA's later tiles: V_j once the tile before's last dP^T GEMM has read
+  // its own, then K_j once its last dQ GEMM has, then the steps' Q_i and dO_i. (The first Q_i
+  // and dO_i before them, whose stage is free by then, spilled 4 bytes at d128 causal; issued
+  // apart from K_j and V_j by a thread of their own, they gained nothing: v54a', v54c'.)
   if constexpr (Tr::kKvReleasedApart)
-    if (!c.first()) load_kv_released();
+    if (!c.first()) {
+      const uint32_t before = c.tiles() - 1;
+      tile::mbarrier_wait_idle(sm.kv_empty, before & 1);
+      ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
+      load_kv(sm.v, &p.tma_v, sm.kv_full);
+      tile::mbarrier_wait_idle(sm.k_empty_bar(0), before & 1);
+      load_kv(sm.k, &p.tma_k, sm.kv_full);
+    }
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int head = at.head, m_block = at.m_block;
     sm.pipe.producer_acquire(st);
@@ -963,7 +962,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       float dq[Tr::kDqAcc];
       static_assert(Tr::kSplitQdo, "_kvh tiles leave room for one stage: Q_i, dO_i apart");
       static_assert(!Tr::kDqPublishNextStep, "_kvh publishes its dQ part in its own step");
-      static_assert(!Tr::kPersistent, "_kvh releases K_j and V_j at a tile's end (none: one tile)");
+      static_assert(!Tr::kPersistent, "_kvh is written for one tile a CTA (K_j, V_j never released)");
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
