@@ -269,9 +269,9 @@ struct BwdSmemLayout {
     // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
     // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
     // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
-    // tile slots and three roles' carries (4 bytes each); dV_j staged in the dS^T stages:
-    // dv_read (its place kept in every _pt kernel); after it, k_double_buffered: k_full[2],
-    // k_empty[2]; kv_released_apart: k_empty
+    // tile slots, three roles' carries and the dQ writer's pair (4 bytes each); dV_j staged in
+    // the dS^T stages: dv_read (its place kept in every _pt kernel); after it,
+    // k_double_buffered: k_full[2], k_empty[2]; kv_released_apart: k_empty
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
            (c.split_qdo_barriers() ? 2u * static_cast<uint32_t>(c.stages) : 0u) +
            (c.persistent ? 5u + static_cast<uint32_t>(c.consumer_warpgroups) + 4u : 0u) +

@@ -6,16 +6,8 @@
 #             [gpu][large], Python
 #   s53.sh c: (v53a's library) the side by side as in a, [gpu][large], Python
 cd "$(dirname "$0")/../../.."
-find build -exec touch {} + 2>/dev/null
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-md5sum build/libfa3.so | tee -a $OUT/gpu.txt
-step() {  # step NAME LIMIT CMD...: CMD's output in $OUT/NAME.log, its status and time last
-  local name=$1 limit=$2; shift 2
-  local s=$SECONDS
-  timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
-  echo "rc=$? $((SECONDS - s)) s" >> "$OUT/$name.log"
-  tail -3 "$OUT/$name.log"
-}
+. docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
+gpu_run_header build/libfa3.so
 if [ "$1" = c ]; then
   # c: after v53a, the side by side and the checks it had not run: [gpu][large], Python
   SIDE_BY_SIDE_BWD_ARGS="--systems fa3,fa3-det,fa3-public,cudnn --rounds 8" \

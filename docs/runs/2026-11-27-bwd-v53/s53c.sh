@@ -6,16 +6,8 @@
 #   s53c.sh b: the A/B with 24 rounds from 2k, the sanitizers on [backward][sanitize], fa3-sass on
 #             the backward kernels
 cd "$(dirname "$0")/../../.."
-find build .prev -exec touch {} + 2>/dev/null
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-md5sum build/libfa3.so .prev/libfa3.so | tee -a $OUT/gpu.txt
-step() {  # step NAME LIMIT CMD...: CMD's output in $OUT/NAME.log, its status and time last
-  local name=$1 limit=$2; shift 2
-  local s=$SECONDS
-  timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
-  echo "rc=$? $((SECONDS - s)) s" >> "$OUT/$name.log"
-  tail -3 "$OUT/$name.log"
-}
+. docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
+gpu_run_header build/libfa3.so .prev/libfa3.so
 if [ "$1" = a ]; then
   step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'
   grep -q "^rc=0" $OUT/pt_walk.log || exit 1

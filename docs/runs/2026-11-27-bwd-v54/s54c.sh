@@ -5,30 +5,13 @@
 #              then (not with `a quick`) the backward GPU tests
 #   s54c.sh b: the sanitizers on [backward][sanitize], fa3-sass on the backward kernels
 cd "$(dirname "$0")/../../.."
-find build .prev -exec touch {} + 2>/dev/null
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/gpu.txt
-md5sum build/libfa3.so .prev/libfa3.so | tee -a $OUT/gpu.txt
-step() {  # step NAME LIMIT CMD...: CMD's output in $OUT/NAME.log, its status and time last
-  local name=$1 limit=$2; shift 2
-  local s=$SECONDS
-  timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
-  echo "rc=$? $((SECONDS - s)) s" >> "$OUT/$name.log"
-  tail -3 "$OUT/$name.log"
-}
-ab() {  # ab NAME HDIM CAUSAL SEQLENS: this build / .prev/libfa3.so / public FA3, both dtypes, 8 rounds
-  for dtype in bf16 fp16; do
-    mkdir -p "$OUT/$1_$dtype"
-    step $1_$dtype 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims $2 \
-      --causal $3 --seqlens $4 --systems fa3,fa3-prev,fa3-public --rounds 8 \
-      --prev-lib .prev/libfa3.so --public-fa3 .anchors/fa3 --out-dir "$OUT/$1_$dtype"
-  done
-}
+. docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
+gpu_run_header build/libfa3.so .prev/libfa3.so
 if [ "$1" = a ]; then
   step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'
   grep -q "^rc=0" $OUT/pt_walk.log || exit 1
-  ab ab_d64c 64 1 1024,2048,4096,8192,16384
-  ab ab_d128 128 0,1 1024,2048,4096
+  ab_bwd ab_d64c .prev/libfa3.so 64 1 1024,2048,4096,8192,16384 8
+  ab_bwd ab_d128 .prev/libfa3.so 128 0,1 1024,2048,4096 8
   [ "$2" = quick ] || step tests 230 build/fa3_tests '[gpu][backward]~[large]'
 else
   step sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' tools/sanitize.sh build/fa3_tests

@@ -1,0 +1,36 @@
+# Sourced by the one-off GPU run scripts of docs/runs/*/ (from the repository root, $OUT set by
+# the device tool) for what each of them needs first: their steps' logs and the A/Bs of the
+# backward. tools/gpu-check.sh's run_step is the same idea for the standing checks; these
+# keep each step's status and time in its own log, as the records' archives carry the logs alone.
+
+# gpu_run_header FILE...: the carried build's files made newer than their sources (so that
+# nothing rebuilds), the GPU and driver, then each FILE's md5, in $OUT/gpu.txt.
+gpu_run_header() {
+  find build .prev -exec touch {} + 2>/dev/null
+  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+  md5sum "$@" | tee -a "$OUT/gpu.txt"
+}
+
+# step NAME LIMIT CMD...: CMD's output in $OUT/NAME.log, its status and time last (killed
+# after LIMIT seconds); the log's last lines printed.
+step() {
+  local name=$1 limit=$2; shift 2
+  local s=$SECONDS
+  timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
+  echo "rc=$? $((SECONDS - s)) s" >> "$OUT/$name.log"
+  tail -3 "$OUT/$name.log"
+}
+
+# ab_bwd NAME PREV_LIB HDIMS CAUSAL SEQLENS ROUNDS: the backward of this build / PREV_LIB (as
+# fa3-prev) / the public FA3 in one process per dtype, bf16 then fp16, the order rotating;
+# logs $OUT/NAME_<dtype>.log, tables in $OUT/NAME_<dtype>/.
+ab_bwd() {
+  local dtype
+  for dtype in bf16 fp16; do
+    mkdir -p "$OUT/$1_$dtype"
+    step "$1_$dtype" 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
+      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims "$3" \
+      --causal "$4" --seqlens "$5" --systems fa3,fa3-prev,fa3-public --rounds "$6" \
+      --prev-lib "$2" --public-fa3 .anchors/fa3 --out-dir "$OUT/$1_$dtype"
+  done
+}
