@@ -1273,17 +1273,32 @@ TEST_CASE("backward: causal and deterministic calls order their CTAs in L2-sized
   fa3::BackwardProblem prob = d128_problem(2, 8192);
   fa3::BwdConfig c = d128_config(false);
   CHECK(fa3::backward_l2_section(c, prob) == 1);
-  prob.deterministic = true;  // sections for the deterministic mode's ordered adds
+  // Sections for the deterministic mode's ordered adds: 8 MiB a pair (Q, dO: 2 MiB each, the
+  // dQ accumulator 4 MiB), 4 pairs in 40 MiB, fewer than 8: not halved.
+  prob.deterministic = true;
   CHECK(fa3::backward_l2_section(c, prob) == 4);
-  prob.deterministic = false;
   c.causal = true;
-  // 8 MiB a pair (Q, dO: 2 MiB each, the dQ accumulator 4 MiB): 4 pairs in 40 MiB.
+  CHECK(fa3::backward_l2_section(c, prob) == 4);
+  prob.seqlen_q = prob.seqlen_k = 2048;  // 2 MiB a pair: 16 in 40 MiB, halved
+  CHECK(fa3::backward_l2_section(c, prob) == 8);
+  c.head_dim = prob.head_dim = 256;  // 4 MiB a pair: 8 in 40 MiB, not halved at head dim 256
+  CHECK(fa3::backward_l2_section(c, prob) == 8);
+  c.head_dim = prob.head_dim = 128;
+  prob.deterministic = false;  // the default mode's causal calls: unordered adds, not halved
+  CHECK(fa3::backward_l2_section(c, prob) == 16);
+  c.first_store = true;
+  CHECK(fa3::backward_l2_section(c, prob) == 16);
+  c.first_store = false;
+  prob.seqlen_q = prob.seqlen_k = 8192;
   CHECK(fa3::backward_l2_section(c, prob) == 4);
   prob.heads = 64;  // GQA 4/1: 32 MiB a pair
   CHECK(fa3::backward_l2_section(c, prob) == 1);
   prob.heads = 16;
   prob.seqlen_q = prob.seqlen_k = 512;  // 0.5 MiB a pair: all 32 pairs fit, 32 is the cap
+  c.first_store = true;                  // (unordered adds: not halved)
   CHECK(fa3::backward_l2_section(c, prob) == 32);
+  c.first_store = false;  // a small causal call of a kernel without first stores: ordered adds
+  CHECK(fa3::backward_l2_section(c, prob) == 16);
   prob.batch = 1;
   prob.heads = prob.heads_kv = 3;  // never more than the pairs there are
   CHECK(fa3::backward_l2_section(c, prob) == 2);

@@ -825,7 +825,11 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       {true, 128, true, 1, 900, 2600, 8, 2},
                       {false, 128, true, 2, 2300, 700, 4, 1},
                       {false, 128, true, 2, 2500, 2500, 16, 4},
-                      {true, 256, true, 1, 500, 1400, 4, 2}};
+                      {true, 256, true, 1, 500, 1400, 4, 2},
+                      // 8 or more pairs to a 40 MiB L2 section: ordered adds take half
+                      // (backward_l2_section), the d128 _pt and the d64 _lf walks
+                      {true, 128, true, 4, 1100, 1100, 8, 8},
+                      {false, 64, true, 4, 1000, 1000, 8, 8}};
   uint64_t seed = 31;
   for (const Det& d : dets) {
     Case c;

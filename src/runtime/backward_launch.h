@@ -32,7 +32,7 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
 // The (batch, K/V head) pairs of a section of the main kernel's CTA order (bwd_tile_at,
 // bwd_config.h): 1 (each pair's K/V blocks in turn) but for causal calls or ordered adds,
 // where as many pairs as keep their Q, dO and dQ accumulator within 40 MiB of L2 (a power of
-// two).
+// two), halved for ordered adds at head dims 64 and 128 where that is 8 pairs or more.
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
 // A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
