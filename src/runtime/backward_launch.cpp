@@ -72,8 +72,9 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
   // 1k / 2k / 4k, H200 (H100 from 2k): d128 non-causal 1.076 / 1.041 / 1.010 (1.107 / 1.046),
   // d128 causal 1.047 / 1.019 / 0.991 (1.041 / 1.003), d64 non-causal 1.025 / 1.016 / 1.049
   // (1.049 / 1.000); d64 causal 512 / 1k, whose default mode orders its adds, 1.026 / 1.018.
-  // Halved below 8 pairs (d128 from 8k) it was level to 2-3% slower at d128 causal; at head
-  // dim 256 (80-key tiles) 0.932 / 0.957 at 2k non-causal / causal (docs/perf-history.md v55).
+  // Halved below 8 pairs (the paper grid's d128 from 8k) it was level to 2-3% slower at d128
+  // causal; at head dim 256 (80-key tiles) 0.932 / 0.957 at 2k non-causal / causal
+  // (docs/perf-history.md v55).
   if (backward_ordered_adds(c, prob) && c.head_dim <= 128 && section >= 8) section /= 2;
   return static_cast<int>(section);
 }
