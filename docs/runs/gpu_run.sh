@@ -21,16 +21,25 @@ step() {
   tail -3 "$OUT/$name.log"
 }
 
-# ab_bwd NAME PREV_LIB HDIMS CAUSAL SEQLENS ROUNDS: the backward of this build / PREV_LIB (as
-# fa3-prev) / the public FA3 in one process per dtype, bf16 then fp16, the order rotating;
-# logs $OUT/NAME_<dtype>.log, tables in $OUT/NAME_<dtype>/.
+# pt_walk_first: the _pt walk test first (a wrong barrier count hangs: 120 s); fails if it did.
+pt_walk_first() {
+  step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'
+  grep -q "^rc=0" "$OUT/pt_walk.log"
+}
+
+# ab_bwd NAME PREV_LIB HDIMS CAUSAL SEQLENS ROUNDS [SYSTEMS]: the backward of this build /
+# PREV_LIB (as fa3-prev; fa3-prev-det its deterministic mode) / the public FA3 in one process
+# per dtype, the order rotating; SYSTEMS (default fa3,fa3-prev,fa3-public)
+# picks others, $AB_DTYPES (default "bf16 fp16") the dtypes; logs $OUT/NAME_<dtype>.log,
+# tables in $OUT/NAME_<dtype>/.
 ab_bwd() {
-  local dtype
-  for dtype in bf16 fp16; do
+  local dtype systems=${7:-fa3,fa3-prev,fa3-public} public=()
+  [[ ,$systems, == *,fa3-public,* ]] && public=(--public-fa3 .anchors/fa3)
+  for dtype in ${AB_DTYPES:-bf16 fp16}; do
     mkdir -p "$OUT/$1_$dtype"
     step "$1_$dtype" 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
       python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims "$3" \
-      --causal "$4" --seqlens "$5" --systems fa3,fa3-prev,fa3-public --rounds "$6" \
-      --prev-lib "$2" --public-fa3 .anchors/fa3 --out-dir "$OUT/$1_$dtype"
+      --causal "$4" --seqlens "$5" --systems "$systems" --rounds "$6" \
+      --prev-lib "$2" "${public[@]}" --out-dir "$OUT/$1_$dtype"
   done
 }

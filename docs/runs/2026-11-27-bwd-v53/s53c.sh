@@ -6,11 +6,10 @@
 #   s53c.sh b: the A/B with 24 rounds from 2k, the sanitizers on [backward][sanitize], fa3-sass on
 #             the backward kernels
 cd "$(dirname "$0")/../../.."
-. docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
+. docs/runs/gpu_run.sh  # gpu_run_header, step, pt_walk_first, ab_bwd
 gpu_run_header build/libfa3.so .prev/libfa3.so
 if [ "$1" = a ]; then
-  step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'
-  grep -q "^rc=0" $OUT/pt_walk.log || exit 1
+  pt_walk_first || exit 1
   for dtype in bf16 fp16; do
     step ab_$dtype 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
       python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims 64 \

@@ -5,11 +5,10 @@
 #              then (not with `a quick`) the backward GPU tests
 #   s54c.sh b: the sanitizers on [backward][sanitize], fa3-sass on the backward kernels
 cd "$(dirname "$0")/../../.."
-. docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
+. docs/runs/gpu_run.sh  # gpu_run_header, step, pt_walk_first, ab_bwd
 gpu_run_header build/libfa3.so .prev/libfa3.so
 if [ "$1" = a ]; then
-  step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'
-  grep -q "^rc=0" $OUT/pt_walk.log || exit 1
+  pt_walk_first || exit 1
   ab_bwd ab_d64c .prev/libfa3.so 64 1 1024,2048,4096,8192,16384 8
   ab_bwd ab_d128 .prev/libfa3.so 128 0,1 1024,2048,4096 8
   [ "$2" = quick ] || step tests 230 build/fa3_tests '[gpu][backward]~[large]'

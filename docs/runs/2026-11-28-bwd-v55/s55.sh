@@ -2,7 +2,7 @@
 # session 55.
 #   s55.sh a: v55a' (dK_j / dV_j stored from registers: the library built with p.dkv_tma = 0,
 #             .prev/libfa3_dkvregs.so, as fa3-prev) against the shipped library (fa3) and the
-#             public FA3: every head dim and mask, 1k-16k (d256 2k / 8k), 8 rounds
+#             public FA3: every head dim and mask, 1k-16k, 8 rounds (d256 2k / 8k, 6 rounds)
 #   s55.sh b: the deterministic mode's levers on the host side, each library as fa3-prev (its
 #             mode as fa3-prev-det) against the shipped one: the L2 section budget 20 MiB
 #             instead of 40 (.prev/libfa3_l2b20.so; d64 and d128, both masks, 2k-16k, 6
@@ -18,52 +18,20 @@
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
 gpu_run_header build/libfa3.so "${@:2}"
-ab_det() {  # NAME PREV_LIB HDIMS CAUSAL SEQLENS ROUNDS (ab_bwd with both modes)
-  local dtype
-  for dtype in bf16 fp16; do
-    mkdir -p "$OUT/$1_$dtype"
-    step "$1_$dtype" 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims "$3" \
-      --causal "$4" --seqlens "$5" --systems fa3,fa3-det,fa3-prev,fa3-prev-det \
-      --rounds "$6" --prev-lib "$2" --out-dir "$OUT/$1_$dtype"
-  done
-}
 if [ "$1" = a ]; then
-  for dtype in bf16 fp16; do
-    mkdir -p "$OUT/ab_regs_$dtype"
-    step "ab_regs_$dtype" 280 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims 64,128 \
-      --causal 0,1 --seqlens 1024,2048,4096,8192,16384 --systems fa3,fa3-prev,fa3-public \
-      --rounds 8 --prev-lib .prev/libfa3_dkvregs.so --public-fa3 .anchors/fa3 \
-      --out-dir "$OUT/ab_regs_$dtype"
-  done
+  ab_bwd ab_regs .prev/libfa3_dkvregs.so 64,128 0,1 1024,2048,4096,8192,16384 8
   ab_bwd ab_regs_d256 .prev/libfa3_dkvregs.so 256 0,1 2048,8192 6
 elif [ "$1" = b ]; then
-  ab_det ab_l2b20 .prev/libfa3_l2b20.so 64,128 0,1 2048,4096,8192,16384 6
-  ab_det ab_p32from2k .prev/libfa3_p32from2k.so 128 1 2048,4096 8
+  ab_bwd ab_l2b20 .prev/libfa3_l2b20.so 64,128 0,1 2048,4096,8192,16384 6 fa3,fa3-det,fa3-prev,fa3-prev-det
+  ab_bwd ab_p32from2k .prev/libfa3_p32from2k.so 128 1 2048,4096 8 fa3,fa3-det,fa3-prev,fa3-prev-det
 elif [ "$1" = c ]; then
-  ab_det ab_ord20 .prev/libfa3.so 64,128 0,1 1024,2048,4096,8192,16384 6
-  for dtype in bf16 fp16; do
-    mkdir -p "$OUT/ab_ord10_$dtype"
-    step "ab_ord10_$dtype" 120 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims 64,128 \
-      --causal 0,1 --seqlens 2048,4096,8192 --systems fa3-det,fa3-prev-det --rounds 6 \
-      --prev-lib .prev/libfa3_ord10.so --out-dir "$OUT/ab_ord10_$dtype"
-  done
+  ab_bwd ab_ord20 .prev/libfa3.so 64,128 0,1 1024,2048,4096,8192,16384 6 fa3,fa3-det,fa3-prev,fa3-prev-det
+  ab_bwd ab_ord10 .prev/libfa3_ord10.so 64,128 0,1 2048,4096,8192 6 fa3-det,fa3-prev-det
   step tests 230 build/fa3_tests '[gpu][backward]~[large]'
 elif [ "$1" = d ]; then
   step det_tests 100 build/fa3_tests 'fa3_backward is deterministic in deterministic mode*'
-  for dtype in bf16; do
-    mkdir -p "$OUT/ab_d256_$dtype" "$OUT/ab_d64c_small_$dtype"
-    step "ab_d256_$dtype" 60 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims 256 \
-      --causal 0,1 --seqlens 1024,2048,4096 --systems fa3-det,fa3-prev-det --rounds 5 \
-      --prev-lib .prev/libfa3.so --out-dir "$OUT/ab_d256_$dtype"
-    step "ab_d64c_small_$dtype" 40 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
-      python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims 64 \
-      --causal 1 --seqlens 512,1024 --systems fa3,fa3-prev --rounds 6 \
-      --prev-lib .prev/libfa3.so --out-dir "$OUT/ab_d64c_small_$dtype"
-  done
+  AB_DTYPES=bf16 ab_bwd ab_d256 .prev/libfa3.so 256 0,1 1024,2048,4096 5 fa3-det,fa3-prev-det
+  AB_DTYPES=bf16 ab_bwd ab_d64c_small .prev/libfa3.so 64 1 512,1024 6 fa3,fa3-prev
   step f64_tests 100 build/fa3_tests 'fa3_backward matches the float64 reference'
 fi
 cd "$OUT" && tar czf "run_$1.tgz" --remove-files -- *.log *.txt */ 2>/dev/null; ls "$OUT"
