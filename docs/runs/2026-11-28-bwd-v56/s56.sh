@@ -4,6 +4,9 @@
 #             backward GPU tests
 #   s56.sh b: fa3-sass on the backward kernels, the sanitizers on [backward][sanitize],
 #             [gpu][large], Python
+#   s56.sh c: v55b at 512 and 1k, where its A/Bs had not measured: this library (fa3, fa3-det)
+#             against v54a's (.prev/libfa3.so as fa3-prev, fa3-prev-det), d64 and d128, both
+#             masks, 8 rounds
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh  # gpu_run_header, step, ab_bwd
 gpu_run_header build/libfa3.so "${@:2}"
@@ -16,5 +19,7 @@ elif [ "$1" = b ]; then
   step sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' tools/sanitize.sh build/fa3_tests
   step large 80 build/fa3_tests '[gpu][large]'
   step python 60 tools/run_python_tests.sh -q
+elif [ "$1" = c ]; then
+  ab_bwd ab_small .prev/libfa3.so 64,128 0,1 512,1024 8 fa3,fa3-det,fa3-prev,fa3-prev-det
 fi
 cd "$OUT" && tar czf "run_$1.tgz" --remove-files -- *.log *.txt *.csv *.md */ 2>/dev/null; ls "$OUT"
