@@ -415,8 +415,8 @@ __device__ __forceinline__ void bwd_load_step_split(const BwdParams& p, const Bw
 // Lines 4-12: K_j and V_j once, then Q_i, dO_i, LSE_i and D_i of every step (one thread).
 template <class Tr>
 __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                             const BwdWork<Tr>& w, const BwdCarry& c) {
-  if (c.first()) {
+                                             const BwdWork<Tr>& w, const BwdCarry& carry) {
+  if (carry.first()) {
     ptx::prefetch_tensormap(&p.tma_q);
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
@@ -434,14 +434,14 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   if constexpr (Tr::kKDouble) {
     // K_j into buffer k % 2 once the tile two before (its last user) has ended: while the
     // tile before still runs. V_j once the tile before has read its own.
-    const uint32_t k = c.tiles();
+    const uint32_t k = carry.tiles();
     tile::mbarrier_wait_idle(sm.k_empty_bar(k), ((k >> 1) & 1) ^ 1);
     ptx::mbarrier_arrive_expect_tx(sm.k_full_bar(k), Tr::kSmem.kv_bytes);
     load_kv(sm.k_tile(k), &p.tma_k, sm.k_full_bar(k));
-    if (!c.first()) tile::mbarrier_wait_idle(sm.kv_empty, (k - 1) & 1);
+    if (!carry.first()) tile::mbarrier_wait_idle(sm.kv_empty, (k - 1) & 1);
     ptx::mbarrier_arrive_expect_tx(sm.kv_full, Tr::kSmem.kv_bytes);
     load_kv(sm.v, &p.tma_v, sm.kv_full);
-  } else if (c.first()) {  // a CTA's first tile (the one-tile kernels' only one)
+  } else if (carry.first()) {  // a CTA's first tile (the one-tile kernels' only one)
     ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
     for (int c = 0; c < Tr::KVTile::kChunks; ++c)
       for (int r = 0; r < Tr::kBlockN; r += Tr::kKvBoxRows) {
@@ -451,12 +451,12 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
   // launch); K_j and V_j do not, so their loads go first.
-  if (c.first()) {
+  if (carry.first()) {
     ptx::griddepcontrol_wait();
     // _pt: the postprocess may start once every CTA has passed this wait (bwd_kernel).
     if constexpr (Tr::kPersistent) ptx::griddepcontrol_launch_dependents();
   }
-  tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(c.steps());
+  tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(carry.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   // kKvReleasedApart, a CTA's later tiles: V_j once the tile before's last dP^T GEMM has read
@@ -464,8 +464,8 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   // and dO_i before them, whose stage is free by then, spilled 4 bytes at d128 causal; issued
   // apart from K_j and V_j by a thread of their own, they gained nothing: v54a', v54c'.)
   if constexpr (Tr::kKvReleasedApart)
-    if (!c.first()) {
-      const uint32_t before = c.tiles() - 1;
+    if (!carry.first()) {
+      const uint32_t before = carry.tiles() - 1;
       tile::mbarrier_wait_idle(sm.kv_empty, before & 1);
       ptx::mbarrier_arrive_expect_tx(sm.kv_full, 2 * Tr::kSmem.kv_bytes);
       load_kv(sm.v, &p.tma_v, sm.kv_full);
@@ -757,14 +757,14 @@ __device__ __forceinline__ void bwd_dq_writer(const BwdParams& p, const BwdSmem<
 // dv_read. A warp of its own: in the dQ writer's, the 24-register warpgroup spilled.
 template <class Tr>
 __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem<Tr>& sm,
-                                               const BwdWork<Tr>& w, const BwdCarry& c) {
+                                               const BwdWork<Tr>& w, const BwdCarry& carry) {
   if (!p.dkv_tma) return;  // the consumers store from registers
-  if (c.first()) {
+  if (carry.first()) {
     ptx::prefetch_tensormap(&p.tma_dk);
     ptx::prefetch_tensormap(&p.tma_dv);
   }
   for (int wg = 0; wg < Tr::kConsumers; ++wg) {
-    tile::mbarrier_wait_idle(sm.dkv_full_bar(wg), c.tiles() & 1);
+    tile::mbarrier_wait_idle(sm.dkv_full_bar(wg), carry.tiles() & 1);
     const int row = w.n_block * Tr::kBlockN + 64 * wg;
     for (int chunk = 0; chunk < Tr::KVRows::kChunks; ++chunk) {
       const uint32_t at = chunk * Tr::KVRows::kChunkBytes;
