@@ -482,10 +482,10 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
           sm.pipe.producer_commit(st, 2 * Tr::QTile::kBytes + Tr::kSmem.stats_stage_bytes);
       for (int c = 0; c < Tr::QTile::kChunks; ++c)
         for (int r = 0; r < Tr::kBlockM; r += Tr::kQBoxRows) {  // the maps' boxes (q_box_rows)
-          const uint32_t at = c * Tr::QTile::kChunkBytes + r * 128;
+          const uint32_t box = c * Tr::QTile::kChunkBytes + r * 128;
           const int row = m_block * Tr::kBlockM + r;
-          ptx::tma_load_4d(sm.q_stage(st.index) + at, &p.tma_q, full, c * 64, row, head, w.batch);
-          ptx::tma_load_4d(sm.do_stage(st.index) + at, &p.tma_do, full, c * 64, row, head, w.batch);
+          ptx::tma_load_4d(sm.q_stage(st.index) + box, &p.tma_q, full, c * 64, row, head, w.batch);
+          ptx::tma_load_4d(sm.do_stage(st.index) + box, &p.tma_do, full, c * 64, row, head, w.batch);
         }
       const int64_t row0 =
           (static_cast<int64_t>(w.batch) * p.heads + head) * p.seqlen_q_rounded + m_block * Tr::kBlockM;
