@@ -194,7 +194,8 @@ struct BwdSmem {
     tile_slots = dkv_full + 8 * Tr::kConsumers;
     dv_read = tile_slots + 32;
     k_full = dv_read + 8;
-    k_empty = Tr::kKDouble ? k_full + 16 : dv_read + 8;
+    // kKvReleasedApart's one k_empty takes k_full's slot, which it leaves unused.
+    k_empty = Tr::kKDouble ? k_full + 16 : k_full;
   }
   // Tile k's K_j (k: the tiles before, modulo 4): buffer k % 2 with kKDouble.
   __device__ __forceinline__ uint32_t k_tile(uint32_t tiles) const {
