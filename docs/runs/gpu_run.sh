@@ -30,14 +30,15 @@ pt_walk_first() {
 # ab_bwd NAME PREV_LIB HDIMS CAUSAL SEQLENS ROUNDS [SYSTEMS]: the backward of this build /
 # PREV_LIB (as fa3-prev; fa3-prev-det its deterministic mode) / the public FA3 in one process
 # per dtype, the order rotating; SYSTEMS (default fa3,fa3-prev,fa3-public)
-# picks others, $AB_DTYPES (default "bf16 fp16") the dtypes; logs $OUT/NAME_<dtype>.log,
-# tables in $OUT/NAME_<dtype>/.
+# picks others, $AB_DTYPES (default "bf16 fp16") the dtypes, $AB_LIB (default this build's
+# build/libfa3.so) the library timed as fa3, e.g. a diagnostic build carried without build/;
+# logs $OUT/NAME_<dtype>.log, tables in $OUT/NAME_<dtype>/.
 ab_bwd() {
   local dtype systems=${7:-fa3,fa3-prev,fa3-public} public=()
   [[ ,$systems, == *,fa3-public,* ]] && public=(--public-fa3 .anchors/fa3)
   for dtype in ${AB_DTYPES:-bf16 fp16}; do
     mkdir -p "$OUT/$1_$dtype"
-    step "$1_$dtype" 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
+    step "$1_$dtype" 200 env PYTHONUNBUFFERED=1 FA3_LIBRARY="${AB_LIB:-$PWD/build/libfa3.so}" \
       python3 bench/compare.py --side-by-side --direction bwd --dtype $dtype --hdims "$3" \
       --causal "$4" --seqlens "$5" --systems "$systems" --rounds "$6" \
       --prev-lib "$2" "${public[@]}" --out-dir "$OUT/$1_$dtype"
