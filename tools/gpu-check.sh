@@ -93,14 +93,14 @@ for step in "${steps[@]}"; do
     layers)
       run_step layers 120 build/fa3_tests '[layers]' ;;
     tests)
-      # The whole binary: ~470 s on an H200 (v65): the compiled-kernel case 103 s, the
-      # backward's cases ~280 s (2^31 elements 69 s). Near the limit on a slower GPU: then
+      # The whole binary: ~440 s on an H200 (v65): the compiled-kernel case 103 s, the rest
+      # 337 s, of which the backward's cases ~280 s (2^31 elements 69 s). Near the limit on a slower GPU: then
       # run kernels and tests-rest in two calls.
       run_step tests 580 build/fa3_tests --durations yes ;;
     tests-rest)
       # Every case but the kernels step's: with KERNELS_LIMIT=500 tools/gpu-check.sh kernels
-      # (FA3_TEST_KERNELS unset), the whole binary in two calls. ~370 s on an H200 (v65: a
-      # 320-s limit killed it after 112 of 191 cases).
+      # (FA3_TEST_KERNELS unset), the whole binary in two calls. 337 s on an H200 (v65; a
+      # 320-s limit had killed it after 112 of 191 cases).
       run_step tests-rest 480 build/fa3_tests --durations yes "~every compiled forward kernel matches the reference" ;;
     bench)
       run_step bench 120 build/fa3-bench --dtype bf16 --hdim 128 --seqlen 8192 --batch 2 --heads 16 --causal 0 --check ;;
