@@ -18,3 +18,5 @@ grep -hE '^[0-9.]+ s: ' "$OUT"/*.log | sort -rn | head -8
 # s65.sh's first call gave tests_rest 320 s, too few: it was killed after 112 of 191 cases,
 # none failed. The second call runs the 20 GPU cases (forward, layers) it had not reached
 # (rest_names.txt): s65.sh b. The 58 CPU cases it had not reached ran on the build machine.
+# The third call (h200_c) ran the standing tool with its new limit:
+#   timeout 560 tools/gpu-check.sh tests-rest
