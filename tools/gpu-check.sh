@@ -94,8 +94,8 @@ for step in "${steps[@]}"; do
       run_step layers 120 build/fa3_tests '[layers]' ;;
     tests)
       # The whole binary: ~440 s on an H200 (v65): the compiled-kernel case 103 s, the rest
-      # 337 s, of which the backward's cases ~280 s (2^31 elements 69 s). Near the limit on a slower GPU: then
-      # run kernels and tests-rest in two calls.
+      # 337 s, of which the backward's cases ~280 s (2^31 elements 69 s). Near the limit on a
+      # slower GPU: then run kernels and tests-rest in two calls.
       run_step tests 580 build/fa3_tests --durations yes ;;
     tests-rest)
       # Every case but the kernels step's: with KERNELS_LIMIT=500 tools/gpu-check.sh kernels
