@@ -61,7 +61,9 @@ set -u
 export OUT=${OUT:-gpu-out}  # also for the steps that run in a bash -c of their own
 mkdir -p "$OUT"
 steps=("$@")
-[ ${#steps[@]} -gt 0 ] || steps=(info layers tests bench)
+# The default fits one device call (600 s): the whole test binary (~440 s on an H200, v65;
+# its [layers] cases included, so no layers step of their own) and one checked benchmark.
+[ ${#steps[@]} -gt 0 ] || steps=(info tests bench)
 summary=()
 
 # The carried build/ is authoritative: make must not try to rebuild it here (no catch2).
