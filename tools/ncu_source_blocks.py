@@ -5,9 +5,11 @@ Consecutive SASS instructions executed the same number of times form one block: 
 mainloop, the masked step, the epilogue, a producer's wait loop. For each block, largest
 first: its address range, length, how often it ran, its share of the warp-state samples
 (where the time goes) and of the executed warp instructions (where the issue slots go),
-and how many HGMMA / MUFU / FSEL / stores it holds.
+and how many HGMMA / MUFU / FSEL / stores it holds. With --reasons, first the kernel's
+samples by stall reason (ncu's stall_* columns): e.g. stall_no_inst, the warps waiting for an
+instruction fetch (docs/perf-history.md v74).
 
-usage: tools/ncu_source_blocks.py source_KERNEL.csv.gz [--top N]
+usage: tools/ncu_source_blocks.py source_KERNEL.csv.gz [--top N] [--reasons]
 """
 import argparse
 import csv
@@ -18,21 +20,36 @@ SAMPLES = "Warp Stall Sampling (All Samples)"
 EXECUTED = "Instructions Executed"
 
 
-def read_instructions(path):
+def read_rows(path):
+    """The source page's column index and its instruction rows (address first)."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", newline="") as f:
         rows = list(csv.reader(f))
     header_at = next(i for i, r in enumerate(rows) if SAMPLES in r)
     header = rows[header_at]
     col = {name: i for i, name in enumerate(header)}
-    out = []
-    for r in rows[header_at + 1:]:
+
+    def is_instruction(r):
         try:
-            out.append((int(r[0], 16), r[col["Source"]].strip(), int(r[col[SAMPLES]]),
-                        int(r[col[EXECUTED]])))
+            int(r[0], 16), int(r[col[SAMPLES]]), int(r[col[EXECUTED]])
+            return True
         except (ValueError, IndexError):
-            continue  # not an instruction row
-    return out
+            return False
+    return col, [r for r in rows[header_at + 1:] if is_instruction(r)]
+
+
+def read_instructions(path):
+    col, rows = read_rows(path)
+    return [(int(r[0], 16), r[col["Source"]].strip(), int(r[col[SAMPLES]]), int(r[col[EXECUTED]]))
+            for r in rows]
+
+
+def stall_reasons(path):
+    """The kernel's warp-state samples summed per stall reason, largest first."""
+    col, rows = read_rows(path)
+    names = [n for n in col if n.startswith("stall_") and "(Not Issued)" not in n]
+    sums = {n: sum(int(r[col[n]] or 0) for r in rows) for n in names}
+    return sorted(sums.items(), key=lambda item: -item[1])
 
 
 def blocks_of(instructions):
@@ -53,6 +70,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv")
     parser.add_argument("--top", type=int, default=20)
+    parser.add_argument("--reasons", action="store_true",
+                        help="print the kernel's samples by stall reason first")
     args = parser.parse_args(argv)
     instructions = read_instructions(args.csv)
     if not instructions:
@@ -62,6 +81,10 @@ def main(argv):
     total_executed = sum(i[3] for i in instructions) or 1
     print(f"{len(instructions)} instructions, {total_samples} samples, "
           f"{total_executed} warp instructions executed")
+    if args.reasons:
+        for name, samples in stall_reasons(args.csv):
+            if samples:
+                print(f"  {name:24s} {samples:9d}  {100 * samples / total_samples:5.2f}%")
     for b in sorted(blocks_of(instructions), key=lambda b: -b["samples"])[:args.top]:
         n = len(b["sources"])
         count = lambda *keys: sum(1 for s in b["sources"] if any(k in s for k in keys))
