@@ -38,15 +38,18 @@ def read_rows(path):
     return col, [r for r in rows[header_at + 1:] if is_instruction(r)]
 
 
-def read_instructions(path):
-    col, rows = read_rows(path)
+def instructions_of(col, rows):
+    """(address, source, samples, executed) of each instruction row of read_rows."""
     return [(int(r[0], 16), r[col["Source"]].strip(), int(r[col[SAMPLES]]), int(r[col[EXECUTED]]))
             for r in rows]
 
 
-def stall_reasons(path):
-    """The kernel's warp-state samples summed per stall reason, largest first."""
-    col, rows = read_rows(path)
+def read_instructions(path):
+    return instructions_of(*read_rows(path))
+
+
+def stall_reasons(col, rows):
+    """The kernel's warp-state samples of read_rows summed per stall reason, largest first."""
     names = [n for n in col if n.startswith("stall_") and "(Not Issued)" not in n]
     sums = {n: sum(int(r[col[n]] or 0) for r in rows) for n in names}
     return sorted(sums.items(), key=lambda item: -item[1])
@@ -73,7 +76,8 @@ def main(argv):
     parser.add_argument("--reasons", action="store_true",
                         help="print the kernel's samples by stall reason first")
     args = parser.parse_args(argv)
-    instructions = read_instructions(args.csv)
+    col, rows = read_rows(args.csv)
+    instructions = instructions_of(col, rows)
     if not instructions:
         sys.exit(f"{args.csv}: no instruction rows")
     base = instructions[0][0]
@@ -82,7 +86,7 @@ def main(argv):
     print(f"{len(instructions)} instructions, {total_samples} samples, "
           f"{total_executed} warp instructions executed")
     if args.reasons:
-        for name, samples in stall_reasons(args.csv):
+        for name, samples in stall_reasons(col, rows):
             if samples:
                 print(f"  {name:24s} {samples:9d}  {100 * samples / total_samples:5.2f}%")
     for b in sorted(blocks_of(instructions), key=lambda b: -b["samples"])[:args.top]:
