@@ -5,15 +5,18 @@ The library (libfa3.so md5 bfa618074888065130f6e3d12e72f6ea) has run the full ba
 by side (fa3, fa3-det, public FA3, cuDNN; 8 rounds; bench/compare.py) three times: v56 on an
 H200 and an H100, v71 on an H200. This reads their CSVs (no GPU) and prints, for every cell
 from 2k that is below 1.05x the public FA3 in at least one run, fa3 / public FA3 in each run.
-Run from the repository root.
+Run from the repository root. Later runs of the same library are added as NAME=FOLDER
+arguments (v75: short_cells.py "v75 H200=docs/runs/2026-11-28-v75/h200").
 """
 import csv
+import sys
 
 RUNS = {
     "v56 H200": "docs/runs/2026-11-28-bwd-v56/h200_side_by_side",
     "v71 H200": "docs/runs/2026-11-28-v71/h200",
     "v56 H100": "docs/runs/2026-11-28-bwd-v56/h100_side_by_side",
 }
+RUNS.update(arg.split("=", 1) for arg in sys.argv[1:])
 TARGET = 1.05
 
 cells = {}
