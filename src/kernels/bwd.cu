@@ -2,7 +2,9 @@
 // name (-DFA3_KERNEL_NAME=fa3_bwd_...), its config is parsed out of that name at compile time,
 // and the cubin holds the three extern "C" kernels of a backward call: the name (the main
 // loop), <name>_pre and <name>_post; and where BwdConfig::causal_last_first, <name>_lf, the
-// main loop of the deterministic mode's causal calls (the Makefile passes FA3_BWD_LAST_FIRST).
+// main loop of the causal calls that add dQ the last K/V block's first (backward_add_order:
+// deterministic calls and the default mode's small ones; the Makefile passes
+// FA3_BWD_LAST_FIRST).
 #include "kernels/bwd_config.h"
 #include "kernels/bwd_kernel.cuh"
 
@@ -48,12 +50,12 @@ extern "C" __global__ void __launch_bounds__(ThisConfig::value.threads(), 1)
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(fa3::kBwdAuxThreads)
     FA3_CAT(FA3_KERNEL_NAME, _pre)(const __grid_constant__ fa3::BwdParams params) {
   fa3::bwd_preprocess<ThisConfig>(params);
 }
 
-extern "C" __global__ void __launch_bounds__(128)
+extern "C" __global__ void __launch_bounds__(fa3::kBwdAuxThreads)
     FA3_CAT(FA3_KERNEL_NAME, _post)(const __grid_constant__ fa3::BwdParams params) {
   fa3::bwd_postprocess<ThisConfig>(params);
 }

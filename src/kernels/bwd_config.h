@@ -64,7 +64,8 @@
 // (runtime/backward_launch.h, v44).
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)
-// and <name>_post (dQ to the dtype, scaled).
+// and <name>_post (dQ to the dtype, scaled); where causal_last_first, a fourth, <name>_lf
+// (bwd.cu).
 #pragma once
 
 #include <stdint.h>
@@ -88,7 +89,7 @@ struct BwdConfig {
   DType dtype = DType::BF16;
   int head_dim = 128;
   int block_m = 64;             // query rows per step (Br)
-  int block_n = 128;            // keys per tile (Bc) = 64 * consumer_warpgroups
+  int block_n = 128;            // keys per tile (Bc): 64 * consumer_warpgroups (_kvh 64, _kvt 80)
   int stages = 2;               // depth of the Q / dO pipeline
   int consumer_warpgroups = 2;  // one producer warpgroup + these
   DqSplit dq_split = DqSplit::Keys;
@@ -106,9 +107,8 @@ struct BwdConfig {
   // _kvt), and whether they hold them transposed (_kvt).
   constexpr bool kv_split_head_dim() const { return kv_split != KvSplit::Keys; }
   constexpr bool kv_transposed() const { return kv_split == KvSplit::Transposed; }
-  // The keys and the head-dim columns of dK_j and dV_j one warpgroup accumulates, and the
-  // query columns of S^T and dP^T it computes (_kvt: the key columns of S and dP).
-  constexpr int kv_rows() const { return kv_split_head_dim() ? block_n : 64; }
+  // The head-dim columns of dK_j and dV_j one warpgroup accumulates, and the query columns of
+  // S^T and dP^T it computes (_kvt: the key columns of S and dP).
   constexpr int kv_cols() const { return kv_split_head_dim() ? head_dim / consumer_warpgroups : head_dim; }
   constexpr int s_cols() const {
     return kv_transposed() ? block_n / consumer_warpgroups
@@ -211,14 +211,11 @@ struct BwdConfig {
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
   // start only when this step's GEMMs release the stage.
   constexpr bool split_qdo_barriers() const { return stages == 1; }
-  // A CTA gets 168 registers a thread at launch (384 threads): what the producer gives up, the
-  // consumers get (24 -> 240, 32 -> 232).
-  constexpr int producer_regs() const {
-    return consumer_warpgroups == 2 && !producer_regs_32 ? 24 : 32;
-  }
-  constexpr int consumer_regs() const {
-    return consumer_warpgroups == 2 ? (producer_regs_32 ? 232 : 240) : 160;
-  }
+  // A CTA gets 168 registers a thread at launch (384 threads: two consumer warpgroups, the
+  // only count bwd_config_is_valid takes): what the producer gives up, the consumers get
+  // (24 -> 240, 32 -> 232).
+  constexpr int producer_regs() const { return producer_regs_32 ? 32 : 24; }
+  constexpr int consumer_regs() const { return producer_regs_32 ? 232 : 240; }
   constexpr int threads() const { return 128 * (1 + consumer_warpgroups); }
   // _pt: whether a warpgroup's 64 keys of dK_j (16-bit, 64-row TMA boxes) fit its dQ staging
   // buffer, where a persistent CTA stages them for their TMA store; and whether dV_j's fit
@@ -258,8 +255,8 @@ struct BwdSmemLayout {
   uint32_t k_offset, v_offset, kv_bytes;
   uint32_t q_offset, do_offset, qdo_stage_bytes;  // Q_i and dO_i stages
   uint32_t stats_offset, stats_stage_bytes;       // per stage: LSE_i * log2(e), then D_i
-  uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T (block_n keys x block_m), 64 rows a warpgroup
-  uint32_t p_offset;             // _kvh, per ds stage: P^T, as dS^T
+  uint32_t ds_offset, ds_bytes;  // per ds stage: dS^T, block_n keys x block_m (_dqt: dS)
+  uint32_t p_offset;             // _kvh, _kvt, per ds stage: P^T, as dS^T
   uint32_t dq_offset, dq_bytes;  // per dq slot: a dQ piece, fp32, fragment order
   uint32_t dv_offset;  // _pt where dV_j does not fit the dQ buffers: a warpgroup's 64 rows each
   uint32_t barrier_offset;

@@ -16,7 +16,8 @@
 //                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
 //                         dV += P^T dO and dK += dS^T Q (RS-wgmma), dS^T to shared memory and
 //                         their part of dQ_i = dS K (SS-wgmma with a transposed A; by keys,
-//                         head-dim columns or query rows: DqSplit, bwd_config.h), staged in
+//                         head-dim columns or query rows, or with _dqt by head-dim rows of
+//                         dQ_i^T = K^T dS^T: DqSplit, bwd_config.h), staged in
 //                         fragment order for the writer (DqAccumLayout). With _kvh (head dim
 //                         256) they share the keys instead: S^T, dP^T of 32 queries each, P^T
 //                         and dS^T through shared memory, dK, dV, dQ of 128 columns each (SS).
@@ -27,12 +28,12 @@
 //                         consumers stage in their dQ buffers (head dim 128: dV_j in
 //                         buffers of its own, or with _dqt in the dS^T stages;
 //                         bwd_dkv_storer).
-// Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the
-// LSE in log2 units, the dQ accumulator (where a first writer stores: the blocks no CTA writes)
-// zeroed and the semaphores started (bwd_dq_counter_start); line 2) and _post (dQ scaled and
-// converted; line 38). Where BwdConfig::causal_last_first (d64 causal) the cubin also has _lf:
-// this main loop for the causal calls with ordered adds in backward_add_order's last-first
-// order, which add a query block's dQ parts the last K/V block's first (kLastFirst).
+// Two more kernels of the same cubin run before and after it: _pre (D = rowsum(dO * O), the LSE in
+// log2 units, the dQ accumulator (where a first writer stores: the blocks no CTA writes) zeroed and
+// the semaphores started (bwd_dq_counter_start); line 1) and _post (dQ scaled and converted, which
+// Algorithm 3 leaves out). Where BwdConfig::causal_last_first (d64 causal) the cubin also has _lf:
+// this main loop for the causal calls with ordered adds in backward_add_order's last-first order,
+// which add a query block's dQ parts the last K/V block's first (kLastFirst).
 #pragma once
 
 #include <math.h>
@@ -63,7 +64,8 @@ namespace fa3 {
 
 // Named barrier ids of the backward kernel (0 is __syncthreads).
 enum BwdBarrier : uint32_t {
-  kBwdBarrierDsAll = 1,   // head-dim split: both warpgroups' dS^T rows are in shared memory
+  kBwdBarrierDsAll = 1,   // both warpgroups' dS^T rows are stored (kSharedDs, _kvt: the GEMMs
+                          // that follow read both)
   kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
   kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles; _pt
                             // with dV_j in the dS^T stages: both read them)
@@ -94,7 +96,8 @@ struct BwdTraits {
   static constexpr int kKvBoxRows = kCfg.kv_box_rows();
   static constexpr int kQBoxRows = kCfg.q_box_rows();
   static constexpr int kKvCols = kCfg.kv_cols();  // a warpgroup's columns of dK_j and dV_j
-  static constexpr int kSCols = kCfg.s_cols();    // its query columns of S^T and dP^T
+  static constexpr int kSCols = kCfg.s_cols();    // its query columns of S^T and dP^T (_kvt:
+                                                  // its key columns of S and dP)
   static constexpr int kDsStages = kCfg.ds_stages();
   static constexpr int kDqCols = kCfg.dq_cols();
   static constexpr int kDqRows = kCfg.dq_rows();
@@ -131,7 +134,8 @@ struct BwdTraits {
   static_assert(kDqSplit != DqSplit::HeadDim || kDqCols % 64 == 0,
                 "the head-dim split gives a warpgroup whole K chunks");
   static_assert(kDqRows == 64, "a warpgroup's dQ part is one wgmma M (_dqt: of dQ_i^T)");
-  static constexpr uint32_t kRows64 = 64 * 128;  // bytes of 64 rows of a 128-byte chunk
+  // Bytes of 64 rows of a 128-byte chunk (a warpgroup's 64 keys of K_j or dS^T).
+  static constexpr uint32_t kBytesOf64Rows = 64 * 128;
   static constexpr int kAcc = kKvCols / 2;  // a thread's accumulators of dK_j or dV_j
   static constexpr int kSAcc = kSCols / 2;  // of S^T or dP^T (64 keys x its query columns)
   static constexpr int kColGroups = kSCols / 8;  // its query column pairs (L_i, D_i)
@@ -234,7 +238,7 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t ds_tile(int stage) const {
     return ds + stage * Tr::DsTile::kBytes;
   }
-  __device__ __forceinline__ uint32_t p_tile(int stage) const {  // _kvh: P^T, as dS^T
+  __device__ __forceinline__ uint32_t p_tile(int stage) const {  // _kvh, _kvt: P^T, as dS^T
     return p_t + stage * Tr::DsTile::kBytes;
   }
   // The dQ staging ring's buffer `slot` (bwd_config.h, dq_pieces), and its full / empty
@@ -804,7 +808,7 @@ __device__ __forceinline__ void for_each_column_value(const float2 (&stat)[kColG
 // INT32_MAX there, INT32_MIN elsewhere), or causal (col_offset(e) < first_seen[h]).
 enum class BwdMask { Keys, Causal };
 
-// Line 19 on a thread's S^T accumulators: P^T = exp2(scale_log2 S^T - L) with L = stat[g]
+// Line 24 on a thread's S^T accumulators: P^T = exp2(scale_log2 S^T - L) with L = stat[g]
 // (pairs of query columns); a masked element's S^T is -inf first, so that one unpredicated
 // FFMA and EX2 serve every element.
 template <class Tr, BwdMask Mask>
@@ -818,8 +822,9 @@ __device__ __forceinline__ void bwd_probabilities(float (&s)[Tr::kSAcc],
   });
 }
 
-// Lines 35-37 by one thread: dK_j and dV_j, staged in K_j's and V_j's tiles, stored by TMA
-// (whole 128-byte lines; the rows past seqlen_k are clipped by the tensor maps).
+// The tile's end, by one thread (Algorithm 3 leaves it out): dK_j and dV_j, staged in K_j's and
+// V_j's tiles, stored by TMA (whole 128-byte lines; the rows past seqlen_k are clipped by the
+// tensor maps).
 template <class Tr>
 __device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                   const BwdWork<Tr>& w) {
@@ -834,19 +839,19 @@ __device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdS
   ptx::bulk_wait_group_read<0>();  // shared memory outlives the stores' reads
 }
 
-// Lines 27-33's hand-off: the dQ part a warpgroup stored in buffer `slot` (generic-proxy
-// stores) made visible to the dQ writer's bulk operations (async proxy), the buffer marked
-// full.
+// Line 28's notice to the dQ writer (lines 32-33): the dQ part a warpgroup stored in buffer `slot`
+// (generic-proxy stores) made visible to the dQ writer's bulk operations (async proxy), the buffer
+// marked full.
 template <class Tr>
 __device__ __forceinline__ void bwd_publish_dq_part(const BwdSmem<Tr>& sm, int slot) {
   ptx::fence_proxy_async_shared();
   ptx::mbarrier_arrive(sm.dq_full_bar(slot));
 }
 
-// Lines 13-37 for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64) and all the
-// head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and head-dim
-// columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are issued
-// so that the stores overlap them: the dS^T store with dV's GEMM (RS), the dQ part's with
+// Lines 14-29 and the tile's end for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64)
+// and all the head dim; or (_kvh) all block_n keys, queries [32 wg, + 32) of S^T and dP^T, and
+// head-dim columns [head_dim / 2 wg, + head_dim / 2) of dK, dV and dQ. The GEMMs of a step are
+// issued so that the stores overlap them: the dS^T store with dV's GEMM (RS), the dQ part's with
 // dK's; and L_i, D_i are loaded while the GEMMs that they follow run.
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<Tr>& sm,
@@ -877,7 +882,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
     const int m_block = at.m_block;
-    sm.pipe.consumer_wait(st);  // lines 16-17: Q_i, L_i (and dO_i, D_i unless kSplitQdo)
+    sm.pipe.consumer_wait(st);  // lines 19-20: Q_i, L_i (and 22: dO_i, D_i, unless kSplitQdo)
     // The thread's query columns are col0 + AccLayout::col_offset(e): for e = 4 g + 2 h + j
     // (row half h), col0 + 8 g + j, so L_i and D_i come in pairs, one 8-byte load per group
     // g. L_i is loaded before the GEMMs are issued: loaded after them, its loads queued
@@ -887,7 +892,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     const int col0 = s_col0 + tile::AccLayout::col(t_wg, 0);
     float2 stat[Tr::kColGroups];
     load_column_pairs(stat, sm.lse_stage(st.index) + 4 * col0, ColGroups{});
-    // Lines 18 and 21, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
+    // Lines 21 and 23, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
     float s[Tr::kSAcc], dp[Tr::kSAcc];
     const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
     tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
@@ -898,7 +903,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // The last step's dQ part, staged at its end (BwdConfig::dq_publish_next_step).
     if constexpr (Tr::kDqPublishNextStep)
       if (t > 0) bwd_publish_dq_part(sm, wg);
-    // Line 19: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
+    // Line 24: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
     // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
     // Per row half h of the thread: the first column offset its key sees (key > query +
     // seqlen_k - seqlen_q <=> col_offset(e) < first_seen[h]; all masked past seqlen_k).
@@ -913,7 +918,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     }
     ptx::wgmma_wait_group<1>();
     tile::pin_registers(s);
-    // No branch around the unmasked blocks: one cost 6% at d128 8k (A/B, v26g).
+    // No branch around the unmasked blocks: one cost 3.5% geomean and 9% at d64 causal (v26g'),
+    // and 4-10% at d64 causal 2k-16k on later kernels (v41d'): ptxas' schedule around it.
     bwd_probabilities<Tr, Tr::kCausal ? BwdMask::Causal : BwdMask::Keys>(s, stat, first_seen,
                                                                           p.scale_log2);
     // D_i, while dP^T's GEMM completes.
@@ -924,19 +930,18 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // tile's may load.
     if constexpr (Tr::kKDouble || Tr::kKvReleasedApart)
       if (t == steps - 1) ptx::mbarrier_arrive(sm.kv_empty);
-    // Line 22: dS^T = P^T (dP^T - D_i), in place of dP^T.
+    // Line 25: dS^T = P^T (dP^T - D_i), in place of dP^T.
     for_each_column_value(stat, [&](int e, int, float d) { dp[e] = s[e] * (dp[e] - d); });
     // Packed for the RS GEMMs (or the stores of _kvh): P^T in 32-bit registers and in 16-bit
     // pairs at once would not fit with block_m 128.
     uint32_t p_frag[Tr::kSCols / 16][4], ds_frag[Tr::kSCols / 16][4];
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(s, p_frag);
     tile::acc_to_a_operands<Tr::kIsBF16, Tr::kSCols>(dp, ds_frag);
-    // Line 25 (dS to shared memory): the warpgroup's 64 rows of dS^T (_kvh: its 32 columns,
-    // and P^T's too), stored before dV's GEMM is issued so that the stores complete while it
-    // issues, not at the fence. Their last reader was the dQ GEMM (and _kvh, dV's and dK's)
-    // of step t - ds_stages: with the key split this warpgroup's own, complete at its wait;
-    // with the others also the other warpgroup's, complete before it joined the barrier of
-    // step t - 1.
+    // Line 28's operand (dS to shared memory): the warpgroup's 64 rows of dS^T (_kvh: its 32
+    // columns, and P^T's too), stored before dV's GEMM is issued so that the stores complete while
+    // it issues, not at the fence. Their last reader was the dQ GEMM (and _kvh, dV's and dK's) of
+    // step t - ds_stages: with the key split this warpgroup's own, complete at its wait; with the
+    // others also the other warpgroup's, complete before it joined the barrier of step t - 1.
     const int ds_stage = Tr::kDsStages == 1 ? 0 : (carry.steps() + t) % Tr::kDsStages;
     const uint32_t ds = sm.ds_tile(ds_stage);
     if constexpr (Tr::kDqTransposed)  // dS: the warpgroup's 64 keys are its columns
@@ -947,7 +952,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     if constexpr (Tr::kKvSplitHeadDim)
       tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
                                                                     s_col0, t_wg);
-    else  // Line 23: dV_j += P^T dO_i (A from registers).
+    else  // Line 26: dV_j += P^T dO_i (A from registers).
       tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
     if (Tr::kSharedDs)
@@ -955,7 +960,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     else
       ptx::named_barrier_sync(kBwdBarrierDsBase + wg, 128);
     if constexpr (Tr::kKvSplitHeadDim) {
-      // _kvh: lines 24 and 23 first, dK_j += dS^T Q_i and dV_j += P^T dO_i with both
+      // _kvh: lines 27 and 26 first, dK_j += dS^T Q_i and dV_j += P^T dO_i with both
       // warpgroups' dS^T and P^T from shared memory: they are the last readers of Q_i and
       // dO_i (one stage), each released as soon as its GEMM completes, dK's first: the next
       // step's first GEMM needs Q_i, which then loads while dV's and dQ's GEMMs run.
@@ -968,7 +973,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
           dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
       tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
-      // Line 26: its 128 columns of dQ_i = dS K_j.
+      // Line 28: its 128 columns of dQ_i = dS K_j.
       tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
           dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
       ptx::wgmma_wait_group<2>();  // dK
@@ -984,7 +989,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
       bwd_publish_dq_part(sm, wg);
     } else {
-      // Line 26: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
+      // Line 28: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
       // (One wgmma M block: gemm_ss_atbt's accumulators are per M block.)
       float dq_blocks[1][Tr::kDqAcc];
@@ -1000,8 +1005,9 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
             dq, ds, dq_row0, k_tile, tile::Accumulate::No);
       else
         tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
-            dq, ds + wg * Tr::kRows64, 0, sm.k + wg * Tr::kRows64, tile::Accumulate::No);
-      // Line 24: dK_j += dS^T Q_i.
+            dq, ds + wg * Tr::kBytesOf64Rows, 0, sm.k + wg * Tr::kBytesOf64Rows,
+            tile::Accumulate::No);
+      // Line 27: dK_j += dS^T Q_i.
       tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
       ptx::wgmma_wait_group<1>();  // dV and dQ
       tile::pin_registers(dv);
@@ -1009,7 +1015,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       // kKvReleasedApart: the tile's last dQ GEMM has read K_j; the next tile's may load.
       if constexpr (Tr::kKvReleasedApart)
         if (t == steps - 1) ptx::mbarrier_arrive(sm.k_empty_bar(0));
-      // Lines 27-33: the part to shared memory (fragment order: 16-byte stores, no bank
+      // Line 28: the part to shared memory (fragment order: 16-byte stores, no bank
       // conflicts) for the dQ writer once it has read the last, while dK's GEMM runs.
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
@@ -1038,8 +1044,8 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       ptx::mbarrier_arrive(sm.k_empty_bar(0));
     }
   }
-  // Lines 35-37: dK_j (scaled) and dV_j to global memory, rows past seqlen_k dropped. Keys no
-  // query sees (causal) get zeros.
+  // The tile's end (Algorithm 3 leaves it out): dK_j (scaled) and dV_j to global memory, rows past
+  // seqlen_k dropped. Keys no query sees (causal) get zeros.
 #pragma unroll
   for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
   if (Tr::kPersistent && p.dkv_tma) {
@@ -1086,13 +1092,13 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   }
 }
 
-// Lines 13-37 for consumer warpgroup wg of a _kvt kernel (head dim 256, 80 keys, as the public
-// FA3): S = Q_i K_j^T and dP = dO_i V_j^T not transposed, for the 64 queries (M) and the
-// warpgroup's block_n / 2 keys [40 wg, + 40) (N); P^T and dS^T of both warpgroups' keys
-// through shared memory; dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P for its 128 head-dim
-// columns (M: two wgmma M blocks) and all block_n keys (N), so that block_n need not be a
-// multiple of 64 (each Q_i, dO_i load and dQ_i add serves 80 keys, not 64); dQ_i = dS K_j
-// for its 128 columns in two 64-column pieces, staged through the dQ ring (bwd_dq_writer).
+// Lines 14-29 and the tile's end for consumer warpgroup wg of a _kvt kernel (head dim 256, 80 keys,
+// as the public FA3): S = Q_i K_j^T and dP = dO_i V_j^T not transposed, for the 64 queries (M) and
+// the warpgroup's block_n / 2 keys [40 wg, + 40) (N); P^T and dS^T of both warpgroups' keys through
+// shared memory; dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P for its 128 head-dim columns (M: two
+// wgmma M blocks) and all block_n keys (N), so that block_n need not be a multiple of 64 (each Q_i,
+// dO_i load and dQ_i add serves 80 keys, not 64); dQ_i = dS K_j for its 128 columns in two
+// 64-column pieces, staged through the dQ ring (bwd_dq_writer).
 template <class Tr>
 __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                         const BwdWork<Tr>& w, int wg) {
@@ -1119,19 +1125,19 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
   for (int t = 0; t < steps; ++t, w.advance(p, &at)) {
-    sm.pipe.consumer_wait(st);  // lines 16-17: Q_i, L_i
+    sm.pipe.consumer_wait(st);  // lines 19-20: Q_i, L_i
     // L_i of its two rows, loaded before the GEMMs are issued (as bwd_consumer).
     const uint32_t lse = sm.lse_stage(st.index), dpsum = sm.dpsum_stage(st.index);
     const float l[2] = {__uint_as_float(ptx::ld_shared_u32(lse + 4 * row)),
                         __uint_as_float(ptx::ld_shared_u32(lse + 4 * (row + 8)))};
-    // Lines 18 and 21: S = Q_i K_j^T and dP = dO_i V_j^T, its keys as N.
+    // Lines 21 and 23: S = Q_i K_j^T and dP = dO_i V_j^T, its keys as N.
     float s[kKeys / 2], dp[kKeys / 2];
     tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
         s, sm.q_stage(st.index), 0, sm.k + key_row0 * 128);
     tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
     tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
         dp, sm.do_stage(st.index), 0, sm.v + key_row0 * 128);
-    // Line 19's mask, per row half h: the last key its query sees (past seqlen_k: none;
+    // Line 24's mask, per row half h: the last key its query sees (past seqlen_k: none;
     // causal, bottom-right aligned: query + seqlen_k - seqlen_q), as a column offset from
     // first_key. Rows past seqlen_q have L = +inf (the preprocess): P = 0 there whatever the
     // mask.
@@ -1145,7 +1151,7 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
     }
     ptx::wgmma_wait_group<1>();
     tile::pin_registers(s);
-    // Line 19: P = exp2(scale_log2 S - L), a masked element's S -inf first (as
+    // Line 24: P = exp2(scale_log2 S - L), a masked element's S -inf first (as
     // bwd_probabilities).
 #pragma unroll
     for (int e = 0; e < kKeys / 2; ++e) {
@@ -1157,11 +1163,11 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
                         __uint_as_float(ptx::ld_shared_u32(dpsum + 4 * (row + 8)))};
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(dp);
-    // Line 22: dS = P (dP - D_i), in place of dP.
+    // Line 25: dS = P (dP - D_i), in place of dP.
 #pragma unroll
     for (int e = 0; e < kKeys / 2; ++e) dp[e] = s[e] * (dp[e] - d[tile::AccLayout::half(e)]);
-    // Line 25: P^T and dS^T of its keys to shared memory, once the other warpgroup's GEMMs of
-    // the last step have read that step's (one tile each: no room for two).
+    // P^T and dS^T of its keys to shared memory (lines 26-28's operands), once the other
+    // warpgroup's GEMMs of the last step have read that step's (one tile each: no room for two).
     if (t > 0) ptx::named_barrier_sync(kBwdBarrierDsFreeBase + wg, 128 * Tr::kConsumers);
     tile::warpgroup_store_acc_transposed<typename Tr::DsTile, kKeys>(s, sm.p_tile(0), key_row0, 0,
                                                                      t_wg);
@@ -1169,8 +1175,8 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
                                                                      t_wg);
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
     ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
-    // Lines 24 and 23, transposed: dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P (M = its
-    // head-dim columns, N = the keys, K = the queries), then line 26: its 128 columns of dQ_i
+    // Lines 27 and 26, transposed: dK_j^T += Q_i^T dS and dV_j^T += dO_i^T P (M = its
+    // head-dim columns, N = the keys, K = the queries), then line 28: its 128 columns of dQ_i
     // = dS K_j, a 64-column piece per GEMM. dK's and dV's first: they are Q_i's and dO_i's
     // last readers, and the next step's loads start when they complete (with dQ's first
     // piece between them, the next step's dP GEMM waited for dO_i: 18% of the samples). The
@@ -1181,7 +1187,7 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
           dq, sm.ds_tile(0), 0, sm.k + (kv_col0 / 64 + c) * Tr::KVTile::kChunkBytes,
           tile::Accumulate::No);
     };
-    // Lines 27-33: a piece to its buffer of the ring once the dQ writer has freed it. The
+    // Line 28: a piece to its buffer of the ring once the dQ writer has freed it. The
     // ring takes the warpgroups' first pieces, then their second ones, so that a warpgroup's
     // buffer is freed by the adds of pieces staged before its own.
     auto stage_dq_piece = [&](const float(&dq)[Tr::kDqPieceCols / 2], int c) {
@@ -1217,10 +1223,10 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
       ptx::named_barrier_arrive(kBwdBarrierDsFreeBase + (1 - wg), 128 * Tr::kConsumers);
     st.advance();
   }
-  // Lines 35-37: dK_j^T (scaled) and dV_j^T, transposed back into K_j's and V_j's tiles once
-  // no GEMM of either warpgroup reads them, then out: by TMA, or (dK or dV not TMA-aligned,
-  // bwd_params.h) in 4-byte pairs read back from the tiles. Keys no query sees (causal) get
-  // zeros; rows past seqlen_k are dropped.
+  // The tile's end (Algorithm 3 leaves it out): dK_j^T (scaled) and dV_j^T, transposed back into
+  // K_j's and V_j's tiles once no GEMM of either warpgroup reads them, then out: by TMA, or (dK or
+  // dV not TMA-aligned, bwd_params.h) in 4-byte pairs read back from the tiles. Keys no query sees
+  // (causal) get zeros; rows past seqlen_k are dropped.
 #pragma unroll
   for (int mb = 0; mb < kMBlocks; ++mb)
 #pragma unroll
@@ -1436,7 +1442,7 @@ __device__ __forceinline__ float to_f32(uint32_t bits) {
                      : ptx::f16_to_f32(static_cast<uint16_t>(bits));
 }
 
-// Line 2, and what the main kernel's loads need: for the block_m rows of a query block of
+// Line 1, and what the main kernel's loads need: for the block_m rows of a query block of
 // (head, batch) (BwdAuxBlock): D = rowsum(dO * O) in fp32, the LSE in log2 units (+inf past
 // seqlen_q and where the forward saw no key, so that P = 0 there), the dQ accumulator rows
 // zeroed (ordered adds and _fs: only where no K/V block adds, the first writer stores), the
@@ -1536,13 +1542,13 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
     *p.tile_counter = 0;
 }
 
-// Line 38: dQ = scale * the accumulator, converted to the dtype, for the block_m rows of a
-// query block of (head, batch) (BwdAuxBlock). The accumulator block is in
+// After Algorithm 3 (which leaves it out): dQ = scale * the accumulator, converted to the dtype,
+// for the block_m rows of a query block of (head, batch) (BwdAuxBlock). The accumulator block is in
 // DqAccumLayout: each 16-byte load is one thread's 4 values of an 8-column group of the main
-// kernel's fragments (rows r and r + 8, two columns each). They go to a row-major tile in
-// shared memory first, so that dQ is written in whole rows: written straight from the
-// fragment order, each 32-byte sector took two partial writes (the kernel ran 3.7x as long
-// as the public FA3's at d128 1k).
+// kernel's fragments (rows r and r + 8, two columns each). They go to a row-major tile in shared
+// memory first, so that dQ is written in whole rows: written straight from the fragment order, each
+// 32-byte sector took two partial writes (the kernel ran 3.7x as long as the public FA3's at d128
+// 1k).
 template <class C>
 __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   using Tr = BwdTraits<C>;

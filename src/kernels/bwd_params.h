@@ -16,7 +16,7 @@ enum BwdOrder : int32_t { kOrderedKvBlocks = 1, kOrderedLastFirst = 2 };
 
 struct BwdParams {
   // 4-D maps over (head_dim, seqlen, heads, batch), innermost first, 128B swizzle, boxes of
-  // 64 columns x 64 rows.
+  // 64 columns x BwdConfig::q_box_rows() (Q, dO) or kv_box_rows() (K, V) rows.
   TensorMapBytes tma_q, tma_k, tma_v, tma_do;
   // dK and dV as the same maps (heads_kv heads), for the epilogue's TMA stores; encoded only
   // when both tensors meet TMA's rules (16-byte aligned data and strides), dkv_tma then 1.
@@ -32,7 +32,8 @@ struct BwdParams {
   // Workspace (fp32), each (batch, heads, seqlen_q_rounded[, head_dim]): LSE * log2(e) (+inf
   // for rows past seqlen_q and rows that saw no key, so that their P is 0), D = rowsum(dO * O),
   // the dQ accumulator (each query block in DqAccumLayout, bwd_config.h); and
-  // (deterministic) one counter per (batch, head, query block).
+  // (ordered adds, and the _fs kernels' tickets: bwd_dq_writer) one counter per (batch,
+  // head, query block).
   float* lse_log2;
   float* dpsum;
   float* dq_accum;

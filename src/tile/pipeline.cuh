@@ -1,9 +1,10 @@
 // The s-stage circular shared-memory buffer between a TMA producer and wgmma consumers
 // (paper Algorithm 1 line 1). Each stage has a "full" mbarrier (one producer arrival plus the
-// TMA transaction bytes) and an "empty" mbarrier (one arrival per consumer warp).
+// TMA transaction bytes) and an "empty" mbarrier (one arrival per consumer warp, or per
+// consumer thread: init's count).
 // In a cluster of Cluster CTAs whose producers multicast their share of each stage into every
 // CTA, a stage may be refilled only once the consumers of every CTA released it: each
-// consumer warp arrives on the empty barrier of every CTA of the cluster.
+// consumer arrives on the empty barrier of every CTA of the cluster.
 #pragma once
 
 #include <stdint.h>
@@ -122,11 +123,12 @@ struct TmaPipeline {
   __device__ __forceinline__ uint32_t empty(uint32_t stage) const { return empty_bars + 8 * stage; }
 
   // One thread, before the CTA (cluster) barrier that publishes the barriers;
-  // consumer_warps: of one CTA.
-  __device__ __forceinline__ void init(uint32_t consumer_warps) const {
+  // consumer_arrivals: of one CTA, the consumer_release calls that free a stage (the forward:
+  // one lane per consumer warp; the backward: every consumer thread, after its own reads).
+  __device__ __forceinline__ void init(uint32_t consumer_arrivals) const {
     for (int s = 0; s < Stages; ++s) {
       ptx::mbarrier_init(full(s), 1);
-      ptx::mbarrier_init(empty(s), consumer_warps * Cluster);
+      ptx::mbarrier_init(empty(s), consumer_arrivals * Cluster);
     }
   }
 
@@ -148,7 +150,7 @@ struct TmaPipeline {
     mbarrier_wait(full(st.index), st.phase);
   }
 
-  // Called by one lane per consumer warp once the warp's reads of the stage are complete.
+  // Called by each of init's consumer arrivals once its reads of the stage are complete.
   __device__ __forceinline__ void consumer_release(const PipelineState<Stages>& st) const {
     if constexpr (Cluster == 1) {
       ptx::mbarrier_arrive(empty(st.index));
