@@ -60,7 +60,7 @@ enum class Tiles : int {
   // counter, in groups of heads whose K/V fit in L2.
   Persistent,
   // Persistent, tiles pipelined into each other: a tile's last PV GEMM goes out in one
-  // pingpong turn with the next tile's first QK^T, and its epilogue runs under the next
+  // pingpong turn with the next tile's first QK^T, and its epilogue runs right after the next
   // tile's first softmax (Q double-buffered, O staged over its own Q). The per-tile cost
   // drops to about one key block at d128.
   CrossTile,
@@ -197,7 +197,7 @@ struct FwdSmemLayout {
   uint32_t v_offset, v_stage_bytes;      // row_sum_mma: a V stage and one chunk of ones
   uint32_t barrier_offset;               // mbarriers: q_full[q_buffers], q_empty[q_buffers],
                                          // k_full[s], k_empty[s], v_full[s], v_empty[s]; then
-                                         // the index of the tile in each Q buffer;
+                                         // the tile record of each Q buffer (16 bytes);
                                          // q warp: tile_ready[q_buffers], draw_go
   uint32_t total_bytes;                  // including the slack to align the base to 1024
 

@@ -153,8 +153,9 @@ struct ConsumerMainloop {
 #pragma unroll
         for (int r = 0; r < 4; ++r) p_frag[kk][r] = 0u;
   }
-  // Blocks are visited from the last to the first, and the ones that need masking are the
-  // last ones: this many iterations at the start of the loop.
+  // Blocks are visited from the last to the first (kAscending: the first to the last), and
+  // the ones that need masking are the last ones: this many iterations at the start of the
+  // loop (kAscending: at its end).
   __device__ __forceinline__ int masked_iterations(int n_blocks) const {
     return masked_blocks<Tr>(p, first_row, n_blocks);
   }
@@ -217,8 +218,8 @@ struct ConsumerMainloop {
     }
   }
 
-  // The pipelined loops' opening: S = Q K^T of the first visited block (the last one),
-  // issued in a turn of its own and waited for.
+  // The pipelined loops' opening: S = Q K^T of the first visited block (the last one;
+  // kAscending: the first), issued in a turn of its own and waited for.
   template <bool Half = false>
   __device__ __forceinline__ void first_qk(float (&s)[Tr::kBlockN / 2],
                                            const tile::PipelineState<Tr::kStages>& st,

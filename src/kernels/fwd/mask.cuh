@@ -57,7 +57,7 @@ template <class Tr>
 __device__ __forceinline__ bool upper_half_masked(const FwdParams& p, const int& first_row,
                                                   int n_block) {
   const int first_upper_key = n_block * Tr::kBlockN + Tr::kBlockN / 2;
-  const int last_row = first_row + 64 - 1;
+  const int last_row = first_row + static_cast<int>(Tr::kRowsPerWarpgroup) - 1;
   return first_upper_key >= p.seqlen_k ||
          (Tr::kCausal && first_upper_key > last_row + p.seqlen_k - p.seqlen_q);
 }

@@ -34,7 +34,7 @@ __device__ __forceinline__ void load_q(const FwdParams& p, const FwdSmem<Tr>& sm
     }
 }
 
-// Lines 7 and 9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
+// Lines 7-9: key block n_block of K (or V, by `map` and `pipe`) into stage st once the
 // consumers released it. Rows past seqlen_k are zero-filled by TMA (and masked by the
 // consumers). In a cluster, this CTA loads its share of the rows (the map's box is
 // block_n / cluster rows) into the same place in every CTA; its barrier still expects the
@@ -70,7 +70,8 @@ __device__ __forceinline__ void load_kv_block(const TensorMapBytes* map,
 // Paper Algorithm 1, lines 2-10 (one elected thread of the producer warpgroup), for every
 // tile of this CTA. The K/V pipeline runs on across tiles: the next tile's K and V load
 // while the consumers finish the current one, and the next Q as soon as every consumer
-// warp's last QK^T GEMM of this tile has read Q (O has its own tile when persistent).
+// warp's last QK^T GEMM of this tile has read Q, where O has a tile of its own (else once
+// O's store has read it: kOOverQ).
 template <class Tr>
 __device__ __forceinline__ void fwd_producer(const FwdParams& p, const FwdSmem<Tr>& sm) {
   ptx::prefetch_tensormap(&p.tma_q);
@@ -198,7 +199,7 @@ __device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const
 
 // The Q warp (Tiles::CrossTileQWarp*): the producer warpgroup's second warp loads Q (one thread), apart from the
 // K/V thread, each tile's as soon as its buffer is free (the epilogue of the tile two
-// before has read it), so the next Q is there before this tile's last PV even when the tile
+// before, three with CrossTileQWarp3, has read it), so the next Q is there before this tile's last PV even when the tile
 // is short; one thread issuing both would block its K/V loads on that buffer (measured on
 // an H100: d64 m128 non-causal +4-14%, d128 causal +1-2.6% against the K/V thread loading Q). Dynamic: this thread also draws the tiles (kDrawLead blocks before the end of the
 // current one) and publishes each (tile_ready) before its Q; a tile past the end stops the

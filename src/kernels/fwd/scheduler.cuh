@@ -16,8 +16,10 @@
 
 namespace fa3 {
 
+// Which (batch, head, query block) a tile is, and which key blocks it visits. A CTA walks
 // the tiles blockIdx.x, blockIdx.x + gridDim.x, ...: one tile each when the grid has one CTA
-// per tile, a round-robin share when it is persistent (one CTA per SM).
+// per tile, a round-robin share when it is persistent (one CTA per SM); kernels that draw
+// their tiles (FwdConfig::draws_tiles) take the next from a counter instead (draw_tile).
 template <class Tr>
 struct FwdWork {
   int m_block, head, batch;

@@ -51,7 +51,7 @@ struct FwdTraits {
   // without row_sum_mma for the others).
   static constexpr bool kRowSumMma = kCfg.row_sum_mma;
   // Causal persistent kernels hand tiles out through a global counter (longest first), and
-  // so do non-causal ones with Config::dynamic_schedule (in the static walk's order).
+  // so do non-causal ones with FwdConfig::dynamic_schedule (in the static walk's order).
   static constexpr bool kDynamic = kCfg.draws_tiles();
   // With a Q warp and the dynamic scheduler: the Q warp draws a CTA's next tile once the
   // K/V thread has issued all but this many of the current tile's blocks. Drawing at the
@@ -65,8 +65,9 @@ struct FwdTraits {
   static constexpr FwdSmemLayout kSmem = FwdSmemLayout::of(kCfg);
   static constexpr int kQBuffers = static_cast<int>(kSmem.q_buffers);
   static constexpr uint32_t kTileSlotBytes = fwd_tile_slot_bytes(kSmem.q_buffers);
-  // Persistent without room for an O tile of its own (d256): O is staged over Q, so Q is
-  // released for the next tile only once O's store has read it.
+  // O is staged in Q's buffer: every kernel but the persistent one-tile-at-a-time ones with
+  // room for an O tile of their own (FwdSmemLayout::of). Persistent ones (kOOverQ) then
+  // release Q for the next tile only once O's store has read it.
   static constexpr bool kOInQBuffer = kSmem.o_over_q();
   // Three Q buffers (Tiles::CrossTileQWarp3): a Q buffer holding a stored O is handed back by the thread that
   // issued the store in the next tile's epilogue (fwd_epilogue), not right after the store;
@@ -91,11 +92,11 @@ struct FwdTraits {
 // Shared-memory addresses of one CTA.
 template <class Tr>
 struct FwdSmem {
-  uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless persistent
+  uint32_t q, k, v, o;  // tile bases (1024-byte aligned); o == q unless O has its own tile
   uint32_t q_full;      // mbarrier per Q buffer: Q_i landed
   uint32_t q_empty;     // mbarrier per Q buffer (persistent): the consumers are done with Q_i
-  uint32_t tile_slot;   // u32 per Q buffer (dynamic scheduler): the tile its Q_i belongs to,
-                        // set with q_full (Q warp: with tile_ready)
+  uint32_t tile_slot;   // 16 bytes per Q buffer (dynamic scheduler): the tile its Q_i belongs
+                        // to (tile_record), set with q_full (Q warp: with tile_ready)
   uint32_t tile_ready;  // mbarrier per Q buffer (Q warp, dynamic): the Q warp published the
                         // buffer's tile, for the K/V thread
   uint32_t draw_go;     // mbarrier (Q warp, dynamic): the K/V thread is kDrawLead blocks
