@@ -20,36 +20,33 @@ SAMPLES = "Warp Stall Sampling (All Samples)"
 EXECUTED = "Instructions Executed"
 
 
-def read_rows(path):
-    """The source page's column index and its instruction rows (address first)."""
+def read_page(path):
+    """The source page's column index, its instruction rows, and (address, source, samples,
+    executed) of each of them."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt", newline="") as f:
         rows = list(csv.reader(f))
     header_at = next(i for i, r in enumerate(rows) if SAMPLES in r)
     header = rows[header_at]
     col = {name: i for i, name in enumerate(header)}
-
-    def is_instruction(r):
+    instruction_rows, instructions = [], []
+    for r in rows[header_at + 1:]:
         try:
-            int(r[0], 16), int(r[col[SAMPLES]]), int(r[col[EXECUTED]])
-            return True
+            instructions.append((int(r[0], 16), r[col["Source"]].strip(), int(r[col[SAMPLES]]),
+                                 int(r[col[EXECUTED]])))
         except (ValueError, IndexError):
-            return False
-    return col, [r for r in rows[header_at + 1:] if is_instruction(r)]
-
-
-def instructions_of(col, rows):
-    """(address, source, samples, executed) of each instruction row of read_rows."""
-    return [(int(r[0], 16), r[col["Source"]].strip(), int(r[col[SAMPLES]]), int(r[col[EXECUTED]]))
-            for r in rows]
+            continue  # not an instruction row
+        instruction_rows.append(r)
+    return col, instruction_rows, instructions
 
 
 def read_instructions(path):
-    return instructions_of(*read_rows(path))
+    return read_page(path)[2]
 
 
 def stall_reasons(col, rows):
-    """The kernel's warp-state samples of read_rows summed per stall reason, largest first."""
+    """The kernel's warp-state samples of read_page's rows summed per stall reason, largest
+    first."""
     names = [n for n in col if n.startswith("stall_") and "(Not Issued)" not in n]
     sums = {n: sum(int(r[col[n]] or 0) for r in rows) for n in names}
     return sorted(sums.items(), key=lambda item: -item[1])
@@ -76,8 +73,7 @@ def main(argv):
     parser.add_argument("--reasons", action="store_true",
                         help="print the kernel's samples by stall reason first")
     args = parser.parse_args(argv)
-    col, rows = read_rows(args.csv)
-    instructions = instructions_of(col, rows)
+    col, rows, instructions = read_page(args.csv)
     if not instructions:
         sys.exit(f"{args.csv}: no instruction rows")
     base = instructions[0][0]
