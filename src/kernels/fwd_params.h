@@ -25,7 +25,7 @@ struct FwdParams {
   int32_t num_m_blocks;       // ceil(seqlen_q / block_m)
   int32_t num_tiles;          // num_m_blocks * heads * batch; the grid walks them round-robin
   float scale_log2;           // softmax_scale * log2(e)
-  // Kernels that draw their tiles (FwdConfig::draws_tiles: persistent, causal or
+  // Kernels that draw their tiles (FwdConfig::draws_tiles: persistent and causal, or with
   // dynamic_schedule): tiles are handed out through this counter (0 at the start
   // of a launch, and 0 again at its end), in groups of this many (batch, head) pairs whose
   // K and V fit in L2 together.

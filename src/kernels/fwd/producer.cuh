@@ -197,13 +197,14 @@ __device__ __forceinline__ void fwd_q_loader_storing_o(const FwdParams& p, const
   }
 }
 
-// The Q warp (Tiles::CrossTileQWarp*): the producer warpgroup's second warp loads Q (one thread), apart from the
-// K/V thread, each tile's as soon as its buffer is free (the epilogue of the tile two
-// before, three with CrossTileQWarp3, has read it), so the next Q is there before this tile's last PV even when the tile
-// is short; one thread issuing both would block its K/V loads on that buffer (measured on
-// an H100: d64 m128 non-causal +4-14%, d128 causal +1-2.6% against the K/V thread loading Q). Dynamic: this thread also draws the tiles (kDrawLead blocks before the end of the
-// current one) and publishes each (tile_ready) before its Q; a tile past the end stops the
-// K/V thread and the consumers.
+// The Q warp (Tiles::CrossTileQWarp*): the producer warpgroup's second warp loads Q (one
+// thread), apart from the K/V thread, each tile's as soon as its buffer is free (the epilogue
+// of the tile two before, three with CrossTileQWarp3, has read it), so the next Q is there
+// before this tile's last PV even when the tile is short; one thread issuing both would block
+// its K/V loads on that buffer (measured on an H100: d64 m128 non-causal +4-14%, d128 causal
+// +1-2.6% against the K/V thread loading Q). Dynamic: this thread also draws the tiles
+// (kDrawLead blocks before the end of the current one) and publishes each (tile_ready) before
+// its Q; a tile past the end stops the K/V thread and the consumers.
 template <class Tr>
 __device__ __forceinline__ void fwd_q_loader(const FwdParams& p, const FwdSmem<Tr>& sm) {
   ptx::prefetch_tensormap(&p.tma_q);
