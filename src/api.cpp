@@ -170,43 +170,41 @@ Error named_backward_kernel(const char* kernel_name, const fa3::BackwardProblem&
   return Error::ok();
 }
 
-// fa3_backward and fa3_backward_with_kernel: `kernel_name` NULL runs the tuning table's pick.
+// The body of fa3_backward and fa3_backward_with_kernel (run guarded): `kernel_name` NULL runs
+// the tuning table's pick.
 fa3_status backward(fa3_handle* h, const char* kernel_name, const fa3_tensor* q,
                     const fa3_tensor* k, const fa3_tensor* v, const fa3_tensor* o,
                     const fa3_tensor* dout, const float* lse, fa3_tensor* dq, fa3_tensor* dk,
                     fa3_tensor* dv, const fa3_params* p, void* workspace, size_t workspace_bytes,
                     void* stream) {
-  return guarded([&] {
-    if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
-    fa3::BackwardProblem prob;
-    Error e = fa3::check_backward(q, k, v, o, dout, lse, dq, dk, dv, p, &prob);
-    if (!e.failed())
-      e = fa3::check_backward_workspace(prob, workspace, workspace_bytes, q, k, v, o, dout, lse,
-                                        dq, dk, dv);
-    const fa3::KernelInfo* kernel = nullptr;
-    if (!e.failed())
-      e = kernel_name ? named_backward_kernel(kernel_name, prob, &kernel)
-                      : fa3::select_backward_kernel(h->table, fa3::compiled_backward_kernels(),
-                                                    prob, &kernel);
-    if (e.failed()) return fail(e);
-    const CUstream s = static_cast<CUstream>(stream);
-    const auto launch = [&](CUdeviceptr w) {
-      return fa3::launch_backward(h, *kernel, prob, *q, *k, *v, *o, *dout, lse, *dq, *dk, *dv, w,
-                                  s);
-    };
-    if (workspace) {
-      e = launch(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(workspace)));
-    } else {
-      // The handle's workspace belongs to a context: make the call's context current first
-      // (launch_backward then keeps it).
-      fa3::ContextScope scope(h);
-      e = scope.error();
-      if (!e.failed())
-        e = fa3::with_stream_workspace(h, scope.context(), s, fa3::backward_workspace(prob).total,
-                                       launch);
-    }
-    return e.failed() ? fail(e) : FA3_OK;
-  });
+  if (!h) return fail(FA3_ERR_INVALID_ARGUMENT, "h is NULL: create a handle with fa3_create");
+  fa3::BackwardProblem prob;
+  Error e = fa3::check_backward(q, k, v, o, dout, lse, dq, dk, dv, p, &prob);
+  if (!e.failed())
+    e = fa3::check_backward_workspace(prob, workspace, workspace_bytes, q, k, v, o, dout, lse,
+                                      dq, dk, dv);
+  const fa3::KernelInfo* kernel = nullptr;
+  if (!e.failed())
+    e = kernel_name ? named_backward_kernel(kernel_name, prob, &kernel)
+                    : fa3::select_backward_kernel(h->table, fa3::compiled_backward_kernels(),
+                                                  prob, &kernel);
+  if (e.failed()) return fail(e);
+  fa3::ContextScope scope(h);
+  if (scope.error().failed()) return fail(scope.error());
+  // Everything that can fail before the launches (loading the module, the tensor maps) runs
+  // before the handle's workspace may grow for the call.
+  fa3::BackwardCall call;
+  e = fa3::prepare_backward(h, scope.context(), *kernel, prob, *q, *k, *v, *o, *dout, lse, *dq,
+                            *dk, *dv, &call);
+  if (e.failed()) return fail(e);
+  const CUstream s = static_cast<CUstream>(stream);
+  const auto launch = [&](CUdeviceptr w) { return fa3::launch_backward(h, prob, call, w, s); };
+  if (workspace)
+    e = launch(static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(workspace)));
+  else
+    e = fa3::with_stream_workspace(h, scope.context(), s, fa3::backward_workspace(prob).total,
+                                   launch);
+  return e.failed() ? fail(e) : FA3_OK;
 }
 
 }  // namespace
@@ -218,8 +216,10 @@ fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                         const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,
                         const fa3_params* p, void* workspace, size_t workspace_bytes,
                         void* stream) {
-  return backward(h, nullptr, q, k, v, o, dout, lse, dq, dk, dv, p, workspace, workspace_bytes,
-                  stream);
+  return guarded([&] {
+    return backward(h, nullptr, q, k, v, o, dout, lse, dq, dk, dv, p, workspace,
+                    workspace_bytes, stream);
+  });
 }
 
 fa3_status fa3_backward_with_kernel(fa3_handle* h, const char* kernel_name, const fa3_tensor* q,
@@ -227,12 +227,11 @@ fa3_status fa3_backward_with_kernel(fa3_handle* h, const char* kernel_name, cons
                                     const fa3_tensor* dout, const float* lse, fa3_tensor* dq,
                                     fa3_tensor* dk, fa3_tensor* dv, const fa3_params* p,
                                     void* workspace, size_t workspace_bytes, void* stream) {
-  if (!kernel_name) {
-    fa3::clear_last_error();
-    return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name is NULL");
-  }
-  return backward(h, kernel_name, q, k, v, o, dout, lse, dq, dk, dv, p, workspace,
-                  workspace_bytes, stream);
+  return guarded([&] {
+    if (!kernel_name) return fail(FA3_ERR_INVALID_ARGUMENT, "kernel_name is NULL");
+    return backward(h, kernel_name, q, k, v, o, dout, lse, dq, dk, dv, p, workspace,
+                    workspace_bytes, stream);
+  });
 }
 
 fa3_status fa3_backward_workspace_size(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,

@@ -100,6 +100,21 @@ TEST_CASE("valid strided layouts are accepted", "[cpu][api]") {
   const fa3::Error e2 = b.check();
   INFO(e2.message);
   CHECK_FALSE(e2.failed());
+
+  // Padded heads (stride_head 256 for 128 columns) whose rows end after the last head's
+  // columns: a row spans 7 * 256 + 128 = 1920 elements, so stride_seq 1920 shares none; 1912
+  // would.
+  Args c;
+  c.o.stride_head = 256;
+  c.o.stride_seq = 1920;
+  c.o.stride_batch = 1920 * 100;
+  const fa3::Error e3 = c.check();
+  INFO(e3.message);
+  CHECK_FALSE(e3.failed());
+  c.o.stride_seq = 1912;  // TMA: a multiple of 8 elements
+  CHECK(c.check().message ==
+        "o->stride_seq (1912) is smaller than the extent of o's heads dimension(s) (1920 "
+        "elements): different elements of the output would share memory");
 }
 
 TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]") {

@@ -292,6 +292,34 @@ const Rule kRules[] = {
     {"workspace overlaps lse", [](Args& a) { a.workspace = reinterpret_cast<void*>(kLse - 256); },
      FA3_ERR_INVALID_ARGUMENT,
      "workspace overlaps lse in memory: the workspace must not share memory with a tensor or lse"},
+    {"too many CTAs",
+     [](Args& a) {
+       // 65535 x 65535 (batch, K/V head) pairs of one key each: 2^32 - 2^17 + 1 CTAs.
+       for (fa3_tensor* t : {&a.q, &a.k}) {
+         t->batch = 65535;
+         t->heads = 65535;
+         t->seqlen = 1;
+         t->stride_seq = t->stride_batch = 65535 * 128;
+       }
+     },
+     FA3_ERR_UNSUPPORTED,
+     "k->batch * k->heads * ceil(k->seqlen / 64) = 4294836225 exceeds the 2^31 - 1 CTAs of "
+     "fa3_backward's main grid"},
+    {"workspace past 2^63 bytes",
+     [](Args& a) {
+       // Inputs may repeat elements (16-byte strides): only the workspace is large.
+       a.q.batch = a.k.batch = 65535;
+       a.q.heads = 65535;
+       a.q.seqlen = 2147483647 - 127;
+       a.k.heads = a.k.seqlen = 1;
+       for (fa3_tensor* t : {&a.q, &a.k}) {
+         t->head_dim = 256;
+         t->stride_head = t->stride_seq = t->stride_batch = 8;
+       }
+     },
+     FA3_ERR_UNSUPPORTED,
+     "q's batch * heads * seqlen * head_dim would need about 8898900127784 GiB of fp32 "
+     "workspace, past the 2^63 bytes fa3_backward can address"},
 };
 
 // The sentences of the aliasing rules (built from kAlias, which a constant table cannot).
@@ -464,6 +492,20 @@ TEST_CASE("backward: strided views, packed buffers and loose alignment are accep
     CHECK_FALSE(e.failed());
     a.lse = reinterpret_cast<float*>(kDq + 8 * 128 * 2 - 4);  // one float into the last row
     CHECK(a.check().message == alias("dq", "lse"));
+  }
+  SECTION("padded heads: a row of dq ends with its last head's columns") {
+    // stride_head 256 for 128 columns: a row spans 7 * 256 + 128 = 1920 elements.
+    Args a;
+    a.dq.stride_head = 256;
+    a.dq.stride_seq = 1920;
+    a.dq.stride_batch = 1920 * 100;
+    const fa3::Error e = a.check();
+    INFO(e.message);
+    CHECK_FALSE(e.failed());
+    a.dq.stride_seq = 1918;
+    CHECK(a.check().message ==
+          "dq->stride_seq (1918) is smaller than the extent of dq's heads dimension(s) (1920 "
+          "elements): different elements of the output would share memory");
   }
 }
 
@@ -747,6 +789,19 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
         "q->head_dim must be 64, 128 or 256 for fa3_backward (got 96)");
   CHECK(fa3_backward_workspace_size(fh.h, nullptr, &b.k, &b.p, &bytes) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "q is NULL: pass a tensor descriptor");
+  // What fa3_backward would refuse for q and k alone, the size refuses too (no size that
+  // wrapped around, no grid the launch would refuse).
+  for (const Rule& rule : kRules) {
+    const std::string what = rule.what;
+    if (what != "too many CTAs" && what != "workspace past 2^63 bytes") continue;
+    INFO(what);
+    Args c;
+    rule.breaks(c);
+    bytes = 7;
+    CHECK(fa3_backward_workspace_size(fh.h, &c.q, &c.k, &c.p, &bytes) == rule.status);
+    CHECK(std::string(fa3_last_error()) == rule.message);
+    CHECK(bytes == 7);
+  }
   CHECK(fake().calls().empty());
 }
 
@@ -1011,6 +1066,65 @@ TEST_CASE("backward: failures while preparing the handle's workspace launch noth
     fake().fail("", 0);
     CHECK(a.run(fh.h, stream) == FA3_OK);
     CHECK(fake().count("cuMemAlloc") == 2);
+  }
+  SECTION("the kernel's module cannot be loaded, or the driver refuses a tensor map: the "
+          "workspace is not touched") {
+    const char* failing = GENERATE("cuModuleLoadData", "cuTensorMapEncodeTiled");
+    INFO(failing);
+    fake().fail(failing, CUDA_ERROR_INVALID_VALUE);
+    CHECK(a.run(fh.h, stream) == (std::string(failing) == "cuTensorMapEncodeTiled"
+                                      ? FA3_ERR_INVALID_ARGUMENT
+                                      : FA3_ERR_CUDA));
+    CHECK(fake().count("cuStreamGetId") == 0);
+    CHECK(fake().count("cuMemAlloc") == 0);
+    CHECK(fake().count("cuLaunchKernelEx") == 0);
+    // Nor, with a workspace to grow, is the stream waited for or the old one freed.
+    fake().fail("", 0);
+    REQUIRE(a.run(fh.h, stream) == FA3_OK);
+    Args large = a;
+    for (fa3_tensor* t : large.like_q()) {
+      t->seqlen = 4000;
+      t->stride_batch = 4000 * 8 * 128;
+    }
+    fake().fail("cuTensorMapEncodeTiled", CUDA_ERROR_INVALID_VALUE);
+    const std::string before = fake().calls();
+    CHECK(large.run(fh.h, stream) == FA3_ERR_INVALID_ARGUMENT);
+    const std::string calls = fake().calls().substr(before.size());
+    CHECK(FakeCuda::count(calls, "cuStreamSynchronize") == 0);
+    CHECK(FakeCuda::count(calls, "cuMemFree") == 0);
+    CHECK(FakeCuda::count(calls, "cuMemAlloc") == 0);
+  }
+  SECTION("the stream is capturing a graph: refused without a workspace, not with one") {
+    fake().set_capturing(stream);
+    CHECK(a.run(fh.h, stream) == FA3_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(fa3_last_error()) ==
+          "workspace is NULL but stream is capturing a CUDA graph: the handle's workspace may be "
+          "freed or shared after the capture; pass a workspace of fa3_backward_workspace_size "
+          "bytes that lives as long as the graph");
+    CHECK(fake().count("cuMemAlloc") == 0);
+    CHECK(fake().count("cuLaunchKernelEx") == 0);
+    // Also when the stream already has a workspace large enough.
+    fake().set_capturing(nullptr);
+    REQUIRE(a.run(fh.h, stream) == FA3_OK);
+    fake().set_capturing(stream);
+    const size_t launches = fake().count("cuLaunchKernelEx");
+    CHECK(a.run(fh.h, stream) == FA3_ERR_INVALID_ARGUMENT);
+    CHECK(fake().count("cuLaunchKernelEx") == launches);
+    // Another stream captures nothing; a caller's workspace is the caller's to keep.
+    CHECK(a.run(fh.h, reinterpret_cast<void*>(0x38)) == FA3_OK);
+    a.workspace = reinterpret_cast<void*>(kWorkspace);
+    a.workspace_bytes = kArgsWorkspaceBytes;
+    CHECK(a.run(fh.h, stream) == FA3_OK);
+    CHECK(fake().count("cuLaunchKernelEx") == launches + 6);
+  }
+  SECTION("whether the stream captures cannot be asked") {
+    fake().fail("cuStreamIsCapturing", CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    CHECK(a.run(fh.h, stream) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()) ==
+          "asking whether the stream is capturing (cuStreamIsCapturing) failed: CUDA_ERROR_FAKE "
+          "(failure injected by the fake driver)");
+    CHECK(fake().count("cuMemAlloc") == 0);
+    CHECK(fake().count("cuLaunchKernelEx") == 0);
   }
   SECTION("the stream cannot be identified") {
     fake().fail("cuStreamGetId", CUDA_ERROR_INVALID_HANDLE);
@@ -1362,8 +1476,7 @@ TEST_CASE("backward: small causal calls of kernels without first stores take the
   CHECK(fa3::backward_add_order(c, prob) == fa3::kOrderedLastFirst);
 }
 
-TEST_CASE("backward: the launch carries the CTA order's section and the ordered adds; too many "
-          "CTAs is a sentence",
+TEST_CASE("backward: the launch carries the CTA order's section and the ordered adds",
           "[cpu][api][runtime]") {
   FakeHandle fh;
   // Args: batch 2 x 2 K/V heads = 4 pairs of 4 query heads x 100 rows (0.4 MB each): one
@@ -1381,29 +1494,5 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
       CHECK(p.l2_section == (causal || deterministic ? 4 : 1));
       CHECK(p.ordered_adds == (deterministic ? fa3::kOrderedKvBlocks : 0));  // head dim 128
     }
-  // 65535 x 65535 (batch, K/V head) pairs of one K/V block each: 2^32 - 2^17 + 1 CTAs. The
-  // tensors (0.5 TB each) 1 TB apart.
-  Args a;
-  uintptr_t at = uintptr_t{1} << 40;
-  for (fa3_tensor* t : a.all()) {
-    t->data = reinterpret_cast<void*>(at);
-    at += uintptr_t{1} << 40;
-    t->batch = 65535;
-    t->heads = 65535;
-    t->seqlen = 1;
-    t->head_dim = 64;
-    t->stride_head = 64;
-    t->stride_seq = 65535 * 64;
-    t->stride_batch = 65535 * 64;
-  }
-  a.lse = reinterpret_cast<float*>(at);
-  a.workspace = reinterpret_cast<void*>(at + (uintptr_t{1} << 40));
-  a.workspace_bytes = size_t{1} << 50;  // any size that passes, then the exact one
-  a.workspace_bytes = workspace_of(a);
-  fake().reset();
-  CHECK(a.run(fh.h) == FA3_ERR_UNSUPPORTED);
-  CHECK(std::string(fa3_last_error()) ==
-        "k->batch * k->heads * ceil(k->seqlen / 128) (4294836225) must stay below 2^31 for "
-        "fa3_backward (a CTA each)");
-  CHECK(fake().count("cuLaunchKernelEx") == 0);
 }
+

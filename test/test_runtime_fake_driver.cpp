@@ -316,6 +316,42 @@ TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][ru
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: a stream's first tile counter is refused while it captures a graph",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = compiled_d128(causal_persistent);
+  REQUIRE(name);
+  void* const stream = reinterpret_cast<void*>(0x40);
+  fake().set_capturing(stream);
+  // Refused before cuMemAlloc, which would invalidate a capture in global mode.
+  CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
+        FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) ==
+        "stream is capturing a CUDA graph and has no tile counter yet (the first call of a kernel "
+        "with a dynamic tile scheduler on a stream allocates one): make one such fa3_forward call "
+        "on the stream before capturing it");
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 0);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
+  // A call before the capture gives the stream its counter; captured calls then use it.
+  fake().set_capturing(nullptr);
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
+          FA3_OK);
+  fake().set_capturing(stream);
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
+          FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
+  // Kernels without a counter never ask.
+  pr.p.causal = 0;
+  fake().reset();
+  fake().set_capturing(stream);
+  REQUIRE(fa3_forward(h, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) == FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 1);
+  fa3_destroy(h);
+}
+
 TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();

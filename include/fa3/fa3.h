@@ -75,7 +75,10 @@ fa3_status fa3_destroy(fa3_handle* h);
  * scheduler (names with _dy) keep a 4-byte tile counter per (context, stream): the first such
  * call on a stream takes one from a 4 KB block the handle allocates (cuMemAlloc, zeroed by
  * cuMemsetD32) once per 1024 streams of a context and frees at fa3_destroy (a caller-owned
- * context's block goes with that context); no other forward call allocates. */
+ * context's block goes with that context); no other forward call allocates. CUDA graphs: that
+ * first call is refused while the stream is capturing (make one before the capture), and a
+ * captured call keeps using the stream's counter: its graph's replays must not run at the same
+ * time as each other or as fa3_forward calls on that stream. */
 fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                        const fa3_tensor* v, fa3_tensor* o, float* lse,
                        const fa3_params* p, void* stream);
@@ -91,9 +94,11 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
  * workspace: device memory of at least fa3_backward_workspace_size bytes, 256-byte aligned,
  * not used by anything else until the call's work has run on `stream`; or NULL (then
  * workspace_bytes is ignored), and the handle keeps a workspace of its own per (context,
- * stream), grown as needed: that call may allocate device memory (cuMemAlloc) and synchronize
- * the stream first. Asynchronous otherwise. Nothing is launched and no output is touched
- * after a failed check. */
+ * stream), grown as needed and freed at fa3_destroy (a caller-owned context's with that
+ * context): that call may allocate device memory (cuMemAlloc) and synchronize the stream
+ * first, and is refused while the stream is capturing a CUDA graph (pass a workspace that
+ * lives as long as the graph). Asynchronous otherwise. Nothing is launched, no output is
+ * touched and the handle's workspace is not grown after a failed check. */
 fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                         const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,
                         const float* lse, fa3_tensor* dq, fa3_tensor* dk, fa3_tensor* dv,

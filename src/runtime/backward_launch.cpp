@@ -83,11 +83,10 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
                             const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
-                            CUdeviceptr workspace, int sm_count, BwdParams* params,
-                            BackwardGrids* grids) {
-  // check_backward_inputs bounded the grids: heads and batch at most 65535, blocks below 2^31.
+                            int sm_count, BwdParams* params, BackwardGrids* grids) {
+  // check_backward_inputs bounded the grids: heads and batch at most 65535, the main grid's
+  // CTAs below 2^31 with 64-key blocks (the smallest block_n).
   const BwdConfig& c = kernel.bwd;
-  const BackwardWorkspace ws = backward_workspace(prob);
   const int64_t rows = backward_rows(prob.seqlen_q);
   if (query_blocks(c, prob) * c.block_m > rows ||
       c.block_m < kWorkspaceSemaphoreRows)
@@ -122,12 +121,6 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   copy_strides(dk, p.dk_stride);
   copy_strides(dv, p.dv_stride);
   p.lse = lse;
-  p.lse_log2 = reinterpret_cast<float*>(workspace + ws.lse_log2);
-  p.dpsum = reinterpret_cast<float*>(workspace + ws.dpsum);
-  p.dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
-  p.dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
-  p.tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
-  p.pair_done = reinterpret_cast<int32_t*>(workspace + ws.pair_done);
   p.seqlen_q = static_cast<int32_t>(prob.seqlen_q);
   p.seqlen_k = static_cast<int32_t>(prob.seqlen_k);
   p.seqlen_q_rounded = static_cast<int32_t>(rows);
@@ -143,10 +136,9 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.l2_section = backward_l2_section(c, prob);
   const int64_t ctas = static_cast<int64_t>(p.num_n_blocks) * prob.batch * prob.heads_kv;
   if (ctas > INT32_MAX)
-    return make_error(FA3_ERR_UNSUPPORTED,
-                      "k->batch * k->heads * ceil(k->seqlen / " + std::to_string(c.block_n) +
-                          ") (" + std::to_string(ctas) +
-                          ") must stay below 2^31 for fa3_backward (a CTA each)");
+    return make_error(FA3_ERR_INTERNAL, "kernel " + kernel.name + " would need " +
+                                            std::to_string(ctas) +
+                                            " CTAs, which check_backward_inputs should have refused");
   p.num_tiles = static_cast<int32_t>(ctas);
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
@@ -174,24 +166,39 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   return Error::ok();
 }
 
+void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
+                            BwdParams* params) {
+  const BackwardWorkspace ws = backward_workspace(prob);
+  params->lse_log2 = reinterpret_cast<float*>(workspace + ws.lse_log2);
+  params->dpsum = reinterpret_cast<float*>(workspace + ws.dpsum);
+  params->dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
+  params->dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
+  params->tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
+  params->pair_done = reinterpret_cast<int32_t*>(workspace + ws.pair_done);
+}
+
+Error prepare_backward(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+                       const BackwardProblem& prob, const fa3_tensor& q, const fa3_tensor& k,
+                       const fa3_tensor& v, const fa3_tensor& o, const fa3_tensor& dout,
+                       const float* lse, const fa3_tensor& dq, const fa3_tensor& dk,
+                       const fa3_tensor& dv, BackwardCall* out) {
+  out->kernel = &kernel;
+  Error e = get_backward_functions(h, context, kernel, &out->functions);
+  if (e.failed()) return e;
+  return build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv,
+                               h->sm_count, &out->params, &out->grids);
+}
+
 // The first driver version whose stream capture takes programmatic dependent launches.
 constexpr int kProgrammaticLaunchDriver = 12030;
 
-Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
-                      const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
-                      const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
-                      const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const BackwardCall& call,
                       CUdeviceptr workspace, CUstream stream) {
-  ContextScope scope(h);
-  if (scope.error().failed()) return scope.error();
-  BackwardFunctions functions;
-  Error e = get_backward_functions(h, scope.context(), kernel, &functions);
-  if (e.failed()) return e;
-  BwdParams params;
-  BackwardGrids grids;
-  e = build_backward_params(h->driver, kernel, prob, q, k, v, o, dout, lse, dq, dk, dv, workspace,
-                            h->sm_count, &params, &grids);
-  if (e.failed()) return e;
+  const KernelInfo& kernel = *call.kernel;
+  const BackwardFunctions& functions = call.functions;
+  const BackwardGrids& grids = call.grids;
+  BwdParams params = call.params;
+  set_backward_workspace(prob, workspace, &params);
   // The main kernel and the postprocess by programmatic dependent launch: each may be
   // scheduled while the kernel before it finishes (its last wave, its launch latency) and
   // waits in the kernel (griddepcontrol.wait) before it reads what that one wrote. The

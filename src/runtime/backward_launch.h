@@ -1,7 +1,9 @@
 // Launch of a backward call: the preprocess, the main kernel and the postprocess of one
 // backward kernel's cubin, in order on the caller's stream (the second and third by
 // programmatic dependent launch where the driver allows it: each waits in the kernel for the
-// one before). No allocation, no synchronization.
+// one before). Prepared first (the kernel's module loaded, the parameters built), so that
+// whatever can fail does before the handle grows a workspace for the call; then launched with
+// no allocation and no synchronization.
 #pragma once
 
 #include "fa3/fa3.h"
@@ -42,20 +44,40 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // were level from 8k; 4 SMs cost more than the overlap saved at d64 causal.
 constexpr int kPersistentPostprocessShare = 64;
 
-// Everything but the launches: the parameter block (tensor maps, the workspace's regions) and
-// the grids (a persistent main kernel's: at most sm_count CTAs, less the postprocess's SMs).
-// Fails (before anything runs) when the driver rejects a tensor map.
+// Everything but the launches and the workspace: the parameter block (tensor maps, strides,
+// sizes; the workspace's regions left null) and the grids (a persistent main kernel's: at most
+// sm_count CTAs, less the postprocess's SMs). Fails (before anything runs) when the driver
+// rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
                             const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
-                            CUdeviceptr workspace, int sm_count, BwdParams* params,
-                            BackwardGrids* grids);
+                            int sm_count, BwdParams* params, BackwardGrids* grids);
 
-Error launch_backward(fa3_handle* h, const KernelInfo& kernel, const BackwardProblem& prob,
-                      const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
-                      const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
-                      const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
+// Points the parameter block's scratch (lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter,
+// pair_done) at the regions of backward_workspace(prob) in `workspace`.
+void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
+                            BwdParams* params);
+
+// A backward call ready to launch but for its workspace.
+struct BackwardCall {
+  const KernelInfo* kernel = nullptr;
+  BackwardFunctions functions;  // loaded in the context the call was prepared in
+  BwdParams params;             // without the workspace's regions
+  BackwardGrids grids;
+};
+
+// Loads the kernel's module in `context` (current) the first time and builds the call's
+// parameters and grids.
+Error prepare_backward(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+                       const BackwardProblem& prob, const fa3_tensor& q, const fa3_tensor& k,
+                       const fa3_tensor& v, const fa3_tensor& o, const fa3_tensor& dout,
+                       const float* lse, const fa3_tensor& dq, const fa3_tensor& dk,
+                       const fa3_tensor& dv, BackwardCall* out);
+
+// Launches a prepared call's three kernels on `stream` (of the context it was prepared in,
+// current) with `workspace`.
+Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const BackwardCall& call,
                       CUdeviceptr workspace, CUstream stream);
 
 }  // namespace fa3

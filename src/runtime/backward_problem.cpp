@@ -13,8 +13,17 @@ using namespace tensor_rules;
 namespace {
 
 // The kernels index rows with 32-bit integers, also after rounding a sequence up to whole
-// blocks (64 query rows, 128 keys).
+// blocks: 2^31 - 128 is a multiple of every block size (64, 80 and 128 rows or keys), so no
+// rounding of a length up to it passes 2^31 - 1.
 constexpr int64_t kMaxBackwardSeqlen = 2147483647 - 127;
+
+// The smallest block_n of a backward kernel (BwdConfig: 64 keys a consumer warpgroup, _kvh 64
+// in all): the main grid's CTA count is largest with it.
+constexpr int64_t kSmallestKeyBlock = 64;
+
+// fa3_backward_workspace_size reports a size_t; a workspace of 2^63 bytes or more is no
+// allocation a device can make, and its offsets would wrap.
+constexpr Int128 kMaxWorkspaceBytes = static_cast<Int128>(INT64_MAX);
 
 size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
@@ -45,8 +54,10 @@ Error check_shape(const fa3_tensor& t, const char* name, const fa3_tensor& ref,
   return Error::ok();
 }
 
-// o, dq, dk and dv are not TMA tensors: the kernels read and write them as pairs of elements
-// (32-bit accesses), so a pair must never straddle a 4-byte boundary.
+// o, dq, dk and dv may not be TMA tensors (dk and dv go by TMA only where their layout
+// allows it, o is read 16 bytes at a time only where aligned): the kernels' fallback reads
+// and writes them as pairs of elements (32-bit accesses), so a pair must never straddle a
+// 4-byte boundary.
 Error check_pair_layout(const fa3_tensor& t, const char* name) {
   if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
     return invalid(std::string(name) + "->data (" + pointer_text(t.data) +
@@ -73,8 +84,10 @@ Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name) {
                  "): rounded up to whole blocks it must stay below 2^31");
 }
 
-// The backward's grids are (blocks, heads, batch): the y and z of a grid are at most 65535.
-Error check_grid(const fa3_tensor& q) {
+// The preprocess's and postprocess's grids are (query blocks, heads, batch): the y and z of a
+// grid are at most 65535. The main grid is one-dimensional: a CTA per (batch, K/V head, key
+// block), below 2^31 with the smallest key block.
+Error check_grid(const fa3_tensor& q, const fa3_tensor& k) {
   constexpr int64_t kMaxGridYZ = 65535;
   if (q.heads > kMaxGridYZ)
     return make_error(FA3_ERR_UNSUPPORTED, "q->heads (" + num(q.heads) +
@@ -84,7 +97,21 @@ Error check_grid(const fa3_tensor& q) {
     return make_error(FA3_ERR_UNSUPPORTED, "q->batch (" + num(q.batch) +
                                                ") must be at most 65535 for fa3_backward (its "
                                                "grids have a block layer per batch entry)");
+  const Int128 ctas = static_cast<Int128>((k.seqlen + kSmallestKeyBlock - 1) / kSmallestKeyBlock) *
+                      k.heads * k.batch;
+  if (ctas > INT32_MAX)
+    return make_error(FA3_ERR_UNSUPPORTED,
+                      "k->batch * k->heads * ceil(k->seqlen / " + num(kSmallestKeyBlock) +
+                          ") = " + num(static_cast<int64_t>(std::min<Int128>(ctas, INT64_MAX))) +
+                          " exceeds the 2^31 - 1 CTAs of fa3_backward's main grid");
   return Error::ok();
+}
+
+// An upper bound of backward_workspace(prob).total, in 128-bit arithmetic.
+Int128 workspace_bytes_bound(const fa3_tensor& q, const fa3_tensor& k) {
+  const Int128 rows = static_cast<Int128>(q.batch) * q.heads * backward_rows(q.seqlen);
+  return rows * (4 + 4 + 4 * static_cast<Int128>(q.head_dim) + 4) +
+         static_cast<Int128>(k.batch) * k.heads * 4 + 4 * kWorkspaceAlignment;
 }
 
 // A contiguous byte buffer as a tensor of 2-byte elements (one row), for element_sharing.
@@ -291,10 +318,15 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_layout(*k, "k", 2);
   if (!e.failed()) e = check_seqlen_for_blocks(*q, "q");
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k");
-  // The preprocess and postprocess walk 64-row query blocks of every (batch, head); the main
-  // kernel 128-key blocks of every (batch, K/V head), and k->heads divides q->heads.
-  if (!e.failed()) e = check_grid(*q);
+  if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
+  const Int128 workspace = workspace_bytes_bound(*q, *k);
+  if (workspace > kMaxWorkspaceBytes)
+    return make_error(FA3_ERR_UNSUPPORTED,
+                      "q's batch * heads * seqlen * head_dim would need about " +
+                          num(static_cast<int64_t>(std::min<Int128>(workspace >> 30, INT64_MAX))) +
+                          " GiB of fp32 workspace, past the 2^63 bytes fa3_backward can "
+                          "address");
 
   BackwardProblem prob;
   e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);

@@ -40,6 +40,7 @@ namespace fa3 {
   X(cuMemFree, mem_free, 3020)                                \
   X(cuMemsetD32, memset_d32, 3020)                            \
   X(cuStreamGetId, stream_get_id, 12000)                      \
+  X(cuStreamIsCapturing, stream_is_capturing, 10000)          \
   X(cuStreamSynchronize, stream_synchronize, 2000)            \
   X(cuLaunchKernelEx, launch_kernel_ex, 11060)                \
   X(cuTensorMapEncodeTiled, tensor_map_encode_tiled, 12000)

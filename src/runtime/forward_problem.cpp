@@ -80,7 +80,9 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
 }
 
 // Sorting the dimensions of size > 1 by stride, each stride must reach past the
-// whole extent of the dimensions inside it.
+// extent of the dimensions inside it: from their first element to their last, stride *
+// (size - 1) of each plus head_dim (not stride * size, which would refuse a dimension that
+// fits in the padding of the one outside it).
 Error check_no_self_overlap(const fa3_tensor& t, const char* name) {
   std::array<Dim, 3> dims = outer_dims(t);
   // Dimensions of size 1 never step: sort them out of the way (stride "infinite").
@@ -97,7 +99,7 @@ Error check_no_self_overlap(const fa3_tensor& t, const char* name) {
                      ") is smaller than the extent of " + name + "'s " + inner +
                      " dimension(s) (" + num(static_cast<int64_t>(extent)) +
                      " elements): different elements of the output would share memory");
-    extent = static_cast<Int128>(d.stride) * d.size;
+    extent += static_cast<Int128>(d.stride) * (d.size - 1);
     inner = d.name;
   }
   return Error::ok();

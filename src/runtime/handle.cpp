@@ -184,6 +184,16 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
       *out = c.counter;
       return Error::ok();
     }
+  // A first counter needs cuMemAlloc and cuMemsetD32, which a capture refuses (and a capture
+  // in global mode is then invalidated): refuse first, with what to do instead.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  r = d.stream_is_capturing(stream, &capture);
+  if (r != CUDA_SUCCESS) return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return make_error(FA3_ERR_INVALID_ARGUMENT,
+                      "stream is capturing a CUDA graph and has no tile counter yet (the first "
+                      "call of a kernel with a dynamic tile scheduler on a stream allocates one): "
+                      "make one such fa3_forward call on the stream before capturing it");
   fa3_handle::CounterChunk* chunk = nullptr;
   for (fa3_handle::CounterChunk& c : h->counter_chunks)
     if (c.context == context && c.used < kCountersPerChunk) chunk = &c;
@@ -208,8 +218,18 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
 Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use) {
   Driver& d = h->driver;
+  // A graph would keep the workspace's address, which a later call on the stream may free (to
+  // grow it) or use while the graph replays.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = d.stream_is_capturing(stream, &capture);
+  if (r != CUDA_SUCCESS) return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return make_error(FA3_ERR_INVALID_ARGUMENT,
+                      "workspace is NULL but stream is capturing a CUDA graph: the handle's "
+                      "workspace may be freed or shared after the capture; pass a workspace of "
+                      "fa3_backward_workspace_size bytes that lives as long as the graph");
   unsigned long long id = 0;
-  CUresult r = d.stream_get_id(stream, &id);
+  r = d.stream_get_id(stream, &id);
   if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
   fa3_handle::StreamWorkspace* entry = nullptr;
   {

@@ -103,7 +103,8 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
                              BackwardFunctions* out);
 
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
-// stream may allocate (one chunk of counters per context at a time).
+// stream may allocate (one chunk of counters per context at a time), and is refused
+// (FA3_ERR_INVALID_ARGUMENT) while the stream is capturing a graph.
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
 
 // Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing
@@ -114,7 +115,8 @@ constexpr size_t kWorkspaceGranularity = size_t{2} << 20;
 // large. Growing it first synchronizes the stream (launches queued there may still use the old
 // buffer), then frees the old buffer and allocates the new one (cuMemAlloc), so the peak is
 // never both. Calls for one stream wait for each other from the lookup to the end of `use`: a
-// growth in one thread must not free the buffer another thread is launching with.
+// growth in one thread must not free the buffer another thread is launching with. Refused
+// (FA3_ERR_INVALID_ARGUMENT) on a stream that is capturing a graph.
 Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use);
 

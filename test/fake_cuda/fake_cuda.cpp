@@ -30,6 +30,7 @@ struct State {
   std::string launch_kinds;  // per launch: 'P' programmatic dependent launch, '-' ordinary
   std::string launch_grids;  // per launch: "x " (gridDimX and a space)
   std::string launch_names;  // per launch: the function's name and a space
+  CUstream capturing = nullptr;  // the stream cuStreamIsCapturing reports as capturing
 };
 
 // What cuDriverGetVersion reports (not reset: it is read when a handle is created).
@@ -172,6 +173,13 @@ CUresult stream_get_id(CUstream s, unsigned long long* id) {
   *id = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s));
   return CUDA_SUCCESS;
 }
+CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus* status) {
+  FAKE_ENTER("cuStreamIsCapturing");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *status = s != nullptr && s == state().capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
+                                                   : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
 CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** params, void**) {
   FAKE_ENTER("cuLaunchKernelEx");
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -233,6 +241,7 @@ const Entry kEntries[] = {
     {"cuMemFree", reinterpret_cast<void*>(mem_free)},
     {"cuMemsetD32", reinterpret_cast<void*>(memset_d32)},
     {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
+    {"cuStreamIsCapturing", reinterpret_cast<void*>(stream_is_capturing)},
     {"cuStreamSynchronize", reinterpret_cast<void*>(stream_synchronize)},
     {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(tensor_map_encode_tiled)},
 };
@@ -275,7 +284,13 @@ void fake_cuda_reset() {
   s.launch_grids.clear();
   s.launch_names.clear();
   s.allocated_bytes.clear();
+  s.capturing = nullptr;
   current = nullptr;
+}
+// Makes cuStreamIsCapturing report `stream` as capturing into a graph (NULL: none).
+void fake_cuda_set_capturing(CUstream stream) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().capturing = stream;
 }
 void fake_cuda_fail(const char* entry_point, int result) {
   std::lock_guard<std::mutex> lock(state().mutex);

@@ -26,6 +26,7 @@ struct FakeCuda {
   void (*launch_kinds_into)(char*, size_t);
   void (*launch_grids_into)(char*, size_t);
   void (*launch_names_into)(char*, size_t);
+  void (*set_capturing)(void*);
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -99,6 +100,8 @@ inline FakeCuda& fake() {
     c.launch_names_into =
         reinterpret_cast<void (*)(char*, size_t)>(dlsym(lib, "fake_cuda_launch_names"));
     REQUIRE(c.launch_names_into != nullptr);
+    c.set_capturing = reinterpret_cast<void (*)(void*)>(dlsym(lib, "fake_cuda_set_capturing"));
+    REQUIRE(c.set_capturing != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
