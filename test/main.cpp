@@ -1,6 +1,7 @@
 // Test runner: Catch2 with one addition. Tests tagged [gpu] need an NVIDIA driver and a
 // Hopper GPU; without them they are excluded with the reason printed (never reported as
-// passed), unless [gpu] was asked for explicitly, which then fails.
+// passed), unless [gpu] was asked for explicitly, or the filter selects [gpu] tests only
+// (such as "[backward]" or a GPU test's name), which then fails.
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
@@ -25,8 +26,19 @@ int main(int argc, char** argv) {
       return 1;
     }
     std::printf("fa3_tests: skipping every [gpu] test: %s\n", reason.c_str());
+    const Catch::Config asked(config);
     config.testsOrTags = fa3test::without_gpu(config.testsOrTags);
     session.useConfigData(config);
+    // Catch2 v2 exits 0 when no test runs: a filter that selects [gpu] tests only would
+    // otherwise pass having checked nothing.
+    const auto selected = [](const Catch::Config& c) {
+      return Catch::filterTests(Catch::getAllTestCasesSorted(c), c.testSpec(), c).size();
+    };
+    if (selected(asked) > 0 && selected(session.config()) == 0) {
+      std::fprintf(stderr, "fa3_tests: every test the filter selects is a [gpu] test: %s\n",
+                   reason.c_str());
+      return 1;
+    }
   }
   return session.run();
 }

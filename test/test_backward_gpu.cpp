@@ -210,17 +210,37 @@ struct Outcome {
   Errors dq, dk, dv;
   size_t unwritten = 0;       // NaN elements of dq, dk, dv
   size_t empty_row_nonzero = 0;  // dq elements of rows that see no key that are not 0
+  // Elements of the gradients' buffers that are no element of dq, dk or dv (padding, the guard
+  // past each buffer's end) and lost their poison.
+  size_t stray_writes = 0;
   size_t rows_checked = 0, key_rows_checked = 0;
   std::vector<std::vector<uint16_t>> gradients;  // the dq, dk, dv buffers (determinism checks)
 };
 
 enum class Workspace { Handle, Caller };
 
+// Negative controls: what the host copy of the gradients is changed by before the checks, so
+// that a test can see each check fail.
+enum class Tamper {
+  None,
+  Gradients,  // dq, dk and dv each have 1.0 added to their element (0, 0, 0, 0)
+  Unwritten,  // dk's element (0, 0, 0, 0) is NaN again
+  EmptyRow,   // dq's element (0, 0, 0, 0) is 1.0 (causal cases with seqlen_q > seqlen_k)
+  Stray,      // the last guard element of dv's buffer is 0, and (padded outputs) the first
+              // padding element after dv's row (0, 0, 0)
+};
+
 struct RunOptions {
   Workspace workspace = Workspace::Handle;
   bool check_reference = true;
   std::string kernel;  // run this backward kernel (fa3_backward_with_kernel), not the table's pick
+  Tamper tamper = Tamper::None;
 };
+
+// Elements past the end of every buffer, poisoned with the gradients' buffers: a write past
+// the end of dq, dk or dv shows there.
+constexpr size_t kGuardElements = 256;
+constexpr uint16_t kPoison = 0xffff;  // DeviceBuffer::poison's bytes: NaN in f16 and bf16
 
 // The rows the reference computes. Everything when that is cheap; else, for the first and the
 // last (batch, K/V head) group, the statistics of every query row (which dK and dV need) and a
@@ -289,7 +309,7 @@ class Runner {
 
     const Plan plan = plan_of(c);
     std::vector<DeviceBuffer> buffers;
-    for (size_t n : plan.buffer_elements) buffers.emplace_back(n * 2);
+    for (size_t n : plan.buffer_elements) buffers.emplace_back((n + kGuardElements) * 2);
     {
       std::vector<std::vector<uint16_t>> images(plan.buffer_elements.size());
       for (const int t : {int{kQ}, int{kK}, int{kV}, int{kDout}}) {
@@ -373,13 +393,50 @@ class Runner {
     for (const int t : {int{kDq}, int{kDk}, int{kDv}}) gradient_buffers.insert(plan.at[static_cast<size_t>(t)].buffer);
     std::vector<std::vector<uint16_t>> host(buffers.size());
     for (const int i : gradient_buffers) {
-      host[static_cast<size_t>(i)].resize(plan.buffer_elements[static_cast<size_t>(i)]);
+      host[static_cast<size_t>(i)].resize(plan.buffer_elements[static_cast<size_t>(i)] + kGuardElements);
       buffers[static_cast<size_t>(i)].download(host[static_cast<size_t>(i)].data(), host[static_cast<size_t>(i)].size() * 2);
     }
-    auto element = [&](int t, int64_t b, int64_t s2, int64_t h, int64_t col) {
+    auto bits_at = [&](int t, int64_t b, int64_t s2, int64_t h, int64_t col) -> uint16_t& {
       const Placement& p = plan.at[static_cast<size_t>(t)];
-      return from_16bit(host[static_cast<size_t>(p.buffer)][p.index(b, s2, h) + static_cast<size_t>(col)], c.bf16);
+      return host[static_cast<size_t>(p.buffer)][p.index(b, s2, h) + static_cast<size_t>(col)];
     };
+    auto element = [&](int t, int64_t b, int64_t s2, int64_t h, int64_t col) {
+      return from_16bit(bits_at(t, b, s2, h, col), c.bf16);
+    };
+    switch (options.tamper) {
+      case Tamper::None: break;
+      case Tamper::Gradients:
+        for (const int t : {int{kDq}, int{kDk}, int{kDv}})
+          bits_at(t, 0, 0, 0, 0) = to_16bit(element(t, 0, 0, 0, 0) + 1.0f, c.bf16);
+        break;
+      case Tamper::Unwritten: bits_at(kDk, 0, 0, 0, 0) = kPoison; break;
+      case Tamper::EmptyRow: bits_at(kDq, 0, 0, 0, 0) = to_16bit(1.0f, c.bf16); break;
+      case Tamper::Stray:
+        host[static_cast<size_t>(plan.at[kDv].buffer)].back() = 0;
+        if (c.layout == Layout::PaddedOutputs) bits_at(kDv, 0, 0, 0, D) = 0;  // row 0's padding
+        break;
+    }
+
+    // Nothing written outside dq, dk and dv: every other element of their buffers (the padded
+    // layout's padding, the guard) still poisoned.
+    for (const int i : gradient_buffers) {
+      const std::vector<uint16_t>& image = host[static_cast<size_t>(i)];
+      const size_t logical = plan.buffer_elements[static_cast<size_t>(i)];
+      for (size_t at = logical; at < image.size(); ++at) r.stray_writes += image[at] != kPoison;
+      // Only the padded layout leaves elements between a tensor's rows; the others fill their
+      // buffers.
+      if (c.layout != Layout::PaddedOutputs) continue;
+      std::vector<uint8_t> inside(logical, 0);
+      for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
+        const Placement& p = plan.at[static_cast<size_t>(t)];
+        if (p.buffer != i) continue;
+        for (int64_t b = 0; b < c.batch; ++b)
+          for (int64_t s2 = 0; s2 < c.seqlen(t); ++s2)
+            for (int64_t h = 0; h < c.heads_of(t); ++h)
+              std::memset(&inside[p.index(b, s2, h)], 1, static_cast<size_t>(D));
+      }
+      for (size_t at = 0; at < logical; ++at) r.stray_writes += !inside[at] && image[at] != kPoison;
+    }
 
     // Every element written; rows that see no key: dQ exactly 0.
     for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
@@ -500,6 +557,12 @@ class Runner {
   fa3_handle* handle_ = nullptr;
 };
 
+// The FlashAttention rule; a plain error that is not finite (NaN maps to infinity in worse())
+// bounds nothing.
+bool within_rule(const Errors& e) {
+  return std::isfinite(e.plain) && e.ours <= 2 * e.plain + 1e-5;
+}
+
 void check_outcome(const Outcome& r, bool reference_checked = true) {
   INFO(r.error);
   REQUIRE(r.error.empty());
@@ -507,12 +570,13 @@ void check_outcome(const Outcome& r, bool reference_checked = true) {
           r.key_rows_checked);
   CHECK(r.unwritten == 0);
   CHECK(r.empty_row_nonzero == 0);
+  CHECK(r.stray_writes == 0);
   if (!reference_checked) return;
   CHECK(r.rows_checked > 0);
   CHECK(r.key_rows_checked > 0);
-  CHECK(r.dq.ours <= 2 * r.dq.plain + 1e-5);
-  CHECK(r.dk.ours <= 2 * r.dk.plain + 1e-5);
-  CHECK(r.dv.ours <= 2 * r.dv.plain + 1e-5);
+  CHECK(within_rule(r.dq));
+  CHECK(within_rule(r.dk));
+  CHECK(within_rule(r.dv));
 }
 
 struct Shape {
@@ -767,6 +831,118 @@ TEST_CASE("every compiled backward kernel, named, matches the float64 reference"
   CHECK(kernels >= 14);
 }
 
+TEST_CASE("the checks fail on tampered gradients (negative controls)", "[gpu][backward]") {
+  // Each check of check_outcome sees its defect: gradients off by 1.0, an element left NaN, a
+  // row that sees no key with a non-zero dQ, writes into the padding or past a buffer's end.
+  Runner runner;
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.seqlen_q = 300; c.seqlen_k = 200; c.heads = 4;
+  c.heads_kv = 2; c.layout = Layout::PaddedOutputs;
+  uint64_t seed = 77;
+  for (const Layout layout : {Layout::PaddedOutputs, Layout::Contiguous}) {
+    c.layout = layout;
+    INFO(c.describe());
+    const Outcome clean = runner.run(c, seed);
+    check_outcome(clean);
+    RunOptions tamper;
+    tamper.tamper = Tamper::Gradients;
+    const Outcome off = runner.run(c, seed, tamper);
+    REQUIRE(off.error.empty());
+    CHECK_FALSE(within_rule(off.dq));
+    CHECK_FALSE(within_rule(off.dk));
+    CHECK_FALSE(within_rule(off.dv));
+    CHECK(off.unwritten == 0);
+    tamper.tamper = Tamper::Unwritten;
+    CHECK(runner.run(c, seed, tamper).unwritten == 1);
+    tamper.tamper = Tamper::Stray;
+    CHECK(runner.run(c, seed, tamper).stray_writes == (layout == Layout::PaddedOutputs ? 2u : 1u));
+    ++seed;
+  }
+  // Causal with seqlen_q > seqlen_k: query row 0 sees no key.
+  c.causal = true;
+  RunOptions tamper;
+  tamper.tamper = Tamper::EmptyRow;
+  const Outcome empty = runner.run(c, seed, tamper);
+  REQUIRE(empty.error.empty());
+  CHECK(empty.empty_row_nonzero == 1);
+}
+
+TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every output as it was",
+          "[gpu][backward]") {
+  // The CPU tests check each rule's sentence with made-up addresses; here the outputs and the
+  // workspace are real, poisoned, and read back after the stream has drained.
+  const int64_t B = 2, S = 300, H = 4, Hkv = 2, D = 128;
+  Case c;
+  c.bf16 = true; c.head_dim = D; c.batch = B; c.seqlen_q = c.seqlen_k = S; c.heads = H;
+  c.heads_kv = Hkv;
+  Runner runner;
+  const Plan plan = plan_of(c);
+  DeviceBuffer in[kTensors];
+  fa3_tensor x[kTensors];
+  for (int t = 0; t < kTensors; ++t) {
+    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
+    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
+    std::vector<uint16_t> bits;
+    std::vector<float> values;
+    random_inputs(static_cast<size_t>(c.elements(t)), true, 600 + static_cast<uint64_t>(t), &bits, &values);
+    in[t].upload(bits.data(), bits.size() * 2);
+  }
+  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  const fa3_params params{0.0f, 1, 0};
+  REQUIRE(fa3_forward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params,
+                      nullptr) == FA3_OK);
+  size_t needed = 0;
+  REQUIRE(fa3_backward_workspace_size(runner.handle(), &x[kQ], &x[kK], &params, &needed) == FA3_OK);
+  DeviceBuffer workspace(needed + 256);
+  struct Bad {
+    const char* what;
+    void* workspace;
+    size_t bytes;
+    fa3_tensor dv;
+    fa3_status status;
+  };
+  fa3_tensor dv_wrong_heads = x[kDv];
+  dv_wrong_heads.heads = H;
+  fa3_tensor dv_on_dk = x[kDv];
+  dv_on_dk.data = x[kDk].data;
+  const Bad bad[] = {
+      {"workspace too small", workspace.get(), needed - 1, x[kDv], FA3_ERR_INVALID_ARGUMENT},
+      {"workspace misaligned", static_cast<char*>(workspace.get()) + 128, needed, x[kDv],
+       FA3_ERR_INVALID_ARGUMENT},
+      {"dv with q's heads", workspace.get(), needed, dv_wrong_heads, FA3_ERR_INVALID_ARGUMENT},
+      {"dv on dk", nullptr, 0, dv_on_dk, FA3_ERR_INVALID_ARGUMENT},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.what);
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
+    workspace.poison();
+    fa3_tensor dv = b.dv;
+    CHECK(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                       &x[kDq], &x[kDk], &dv, &params, b.workspace, b.bytes, nullptr) == b.status);
+    INFO(fa3_last_error());
+    CHECK(std::string(fa3_last_error()).size() > 10);
+    cuda_check(cudaDeviceSynchronize(), "after a refused call");
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
+      std::vector<uint16_t> back(static_cast<size_t>(c.elements(t)));
+      in[t].download(back.data(), back.size() * 2);
+      CHECK(std::count(back.begin(), back.end(), kPoison) == static_cast<std::ptrdiff_t>(back.size()));
+    }
+    std::vector<uint16_t> scratch((needed + 256) / 2);
+    workspace.download(scratch.data(), scratch.size() * 2);
+    CHECK(std::count(scratch.begin(), scratch.end(), kPoison) == static_cast<std::ptrdiff_t>(scratch.size()));
+  }
+  // The same arguments, mended, run: the refusals were the arguments', not the setup's.
+  for (const int t : {int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
+  REQUIRE(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                       &x[kDq], &x[kDk], &x[kDv], &params, workspace.get(), needed, nullptr) == FA3_OK);
+  cuda_check(cudaDeviceSynchronize(), "the mended call");
+  for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
+    std::vector<uint16_t> back(static_cast<size_t>(c.elements(t)));
+    in[t].download(back.data(), back.size() * 2);
+    CHECK(std::count(back.begin(), back.end(), kPoison) == 0);
+  }
+}
+
 TEST_CASE("fa3_backward honours softmax_scale; the caller's workspace", "[gpu][backward]") {
   Runner runner;
   Case c;
@@ -802,6 +978,7 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
     int head_dim;
     bool causal;
     int64_t batch, seqlen_q, seqlen_k, heads, heads_kv;
+    Layout layout = Layout::Contiguous;
   };
   // Many key blocks add into each dQ block (and many query heads into each dK, dV under GQA):
   // an unordered reduction would differ from run to run.
@@ -829,12 +1006,17 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
                       // 8 or more pairs to a 40 MiB L2 section: ordered adds take half
                       // (backward_l2_section), the d128 _pt and the d64 _lf walks
                       {true, 128, true, 4, 1100, 1100, 8, 8},
-                      {false, 64, true, 4, 1000, 1000, 8, 8}};
+                      {false, 64, true, 4, 1000, 1000, 8, 8},
+                      // views: packed GQA 8/2 (dq, dk, dv interleaved in one buffer), and
+                      // seqlen_q > seqlen_k with dK, dV by 4-byte stores (padded outputs)
+                      {true, 128, true, 2, 1100, 1100, 8, 2, Layout::Packed},
+                      {false, 256, false, 1, 900, 500, 8, 2, Layout::PaddedOutputs}};
   uint64_t seed = 31;
   for (const Det& d : dets) {
     Case c;
     c.bf16 = d.bf16; c.head_dim = d.head_dim; c.causal = d.causal; c.batch = d.batch;
     c.seqlen_q = d.seqlen_q; c.seqlen_k = d.seqlen_k; c.heads = d.heads; c.heads_kv = d.heads_kv;
+    c.layout = d.layout;
     c.deterministic = true;
     INFO(c.describe());
     const Outcome first = runner.run(c, seed);
@@ -892,10 +1074,12 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
     }
     return all;
   };
+  for (const int t : {int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
   REQUIRE(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
                        &x[kDq], &x[kDk], &x[kDv], &params, nullptr, 0, nullptr) == FA3_OK);
   cuda_check(cudaDeviceSynchronize(), "lone backward");
   const std::vector<uint16_t> want = gradients_of(&x[kDq]);
+  CHECK(std::none_of(want.begin(), want.end(), [](uint16_t b) { return std::isnan(from_16bit(b, true)); }));
 
   constexpr int kThreads = 4, kRounds = 3;
   std::vector<std::string> failures(kThreads);
