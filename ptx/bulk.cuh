@@ -38,8 +38,9 @@ __device__ __forceinline__ void bulk_copy_shared_to_global(void* dst, uint32_t s
 }
 
 // bulk_copy_shared_to_global with an L2 eviction policy (tma.cuh l2_policy_*) for the lines
-// it writes: the deterministic backward's first dQ part of a query block, stored rather than
-// added (no zeroed accumulator needed), kept in L2 for the next K/V blocks' adds.
+// it writes: a query block's first dQ part in the backward (ordered adds, or the first
+// stores of the _fs kernels), stored rather than added (no zeroed accumulator needed), kept in
+// L2 for the next K/V blocks' adds.
 __device__ __forceinline__ void bulk_copy_shared_to_global_hinted(void* dst, uint32_t src,
                                                                   uint32_t bytes, uint64_t policy) {
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::"l"(
@@ -49,9 +50,8 @@ __device__ __forceinline__ void bulk_copy_shared_to_global_hinted(void* dst, uin
 }
 
 // dst[i] += src[i] for the bytes / 4 floats at `src` in shared memory, each add atomic in L2
-// (no lost updates between CTAs, order unspecified). The backward's dQ: every K/V block's CTA
-// adds its partial dQ of a query block into one fp32 accumulator in the workspace (paper
-// Algorithm 3 line 33), issued by the dQ-writer warp so the consumers do not wait on it.
+// (no lost updates between CTAs, order unspecified). The kernels use the _hinted form below;
+// this one is the layer tests'.
 __device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, uint32_t bytes) {
   asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(
                    reinterpret_cast<uint64_t>(dst)),
@@ -60,7 +60,10 @@ __device__ __forceinline__ void bulk_reduce_add_f32(float* dst, uint32_t src, ui
 }
 
 // bulk_reduce_add_f32 with an L2 eviction policy (tma.cuh l2_policy_*) for the lines it
-// touches: evict_last keeps a dQ accumulator in L2 for the next K/V block's adds.
+// touches. The backward's dQ: every K/V block's CTA adds its partial dQ of a query block into
+// one fp32 accumulator in the workspace (paper Algorithm 3 line 33), issued by the dQ-writer
+// warp so the consumers do not wait on it; evict_last keeps the accumulator in L2 for the next
+// K/V block's adds.
 __device__ __forceinline__ void bulk_reduce_add_f32_hinted(float* dst, uint32_t src, uint32_t bytes,
                                                            uint64_t policy) {
   asm volatile(

@@ -10,7 +10,8 @@ __device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t arrival_cou
 }
 
 // Makes initialized barriers visible to the async proxy (TMA) and the rest of the cluster.
-// Follow it with a CTA barrier before any thread uses the barriers.
+// Follow it with a CTA barrier (a cluster barrier when other CTAs of the cluster arrive or
+// multicast to them) before any thread uses the barriers.
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }

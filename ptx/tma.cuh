@@ -118,16 +118,20 @@ __device__ __forceinline__ void bulk_wait_group_read() {
 }
 
 // Waits until at most N bulk groups are pending at all: their global writes (or reduce-adds)
-// are then performed and visible to this thread, so a release that follows (semaphore.cuh)
-// publishes them. The .read form above only frees the shared-memory source.
+// are then performed and visible to this thread, so a release that follows (semaphore.cuh),
+// after fence_proxy_async_global, publishes them. The .read form above only frees the
+// shared-memory source.
 template <int N>
 __device__ __forceinline__ void bulk_wait_group() {
   asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// Orders this thread's completed async-proxy writes to global memory (a bulk reduce-add it
-// waited for with bulk_wait_group) before its later generic-proxy operations, such as the
-// release that lets another CTA read the result (the backward's deterministic dQ order).
+// Orders global memory between this thread's async proxy and its generic proxy, both ways:
+// its completed async-proxy writes (a bulk reduce-add it waited for with bulk_wait_group)
+// before its later generic operations, such as the release that lets another CTA read the
+// result (the backward's ordered dQ adds); and what its generic operations saw (an acquire of
+// another CTA's release) before its later bulk operations, such as a reduce-add onto the store
+// that release published.
 __device__ __forceinline__ void fence_proxy_async_global() {
   asm volatile("fence.proxy.async.global;\n" ::: "memory");
 }

@@ -4,7 +4,8 @@
 // GEMM and a P converted for the FP8 PV GEMM cannot be used as a 16-bit one.
 //   f16, bf16  16-bit inputs and P / dS operands (paper Algorithms 1 and 3)
 //   e4m3       FP8 inputs and P (paper 3.3); wgmma k = 32, K-major operands only
-//   f32        accumulators staged in shared memory (the backward's dQ); no wgmma
+//   f32        fp32 values staged in shared memory; no wgmma (the layer tests'; the backward
+//              stages dQ in its own untyped AccStagingTile)
 //   b16        16 bits of either kind: layout only, for code not yet typed by f16 / bf16
 //              (SwizzledTile, which the forward kernel uses, is a tile of b16)
 #pragma once
@@ -67,9 +68,5 @@ __host__ __device__ constexpr bool feeds_mma(ptx::MmaType t) {
     return Elem::kBytes == 2 && (t == ptx::MmaType::F16 || t == ptx::MmaType::BF16);
   }
 }
-
-// The tag of a 16-bit type chosen by a flag (the forward kernel's Config::is_bf16).
-template <bool IsBF16>
-using Elem16 = std::conditional_t<IsBF16, bf16, f16>;
 
 }  // namespace fa3::tile

@@ -109,6 +109,7 @@ __device__ __forceinline__ void acc_to_a(const float (&acc)[K / 2], AOperands<El
 template <class Tile>
 __device__ __forceinline__ void load_a_operands(uint32_t (&a)[Tile::kCols / 16][4],
                                                 uint32_t rows_base, int thread_in_wg) {
+  static_assert(Tile::Element::kBytes == 2, "16-bit tiles: element pairs, k16 steps");
   const int row = 16 * (thread_in_wg / 32) + (thread_in_wg % 32) / 4;
   const int col = 2 * (thread_in_wg % 4);
 #pragma unroll

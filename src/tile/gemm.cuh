@@ -35,7 +35,7 @@ __device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base
   ptx::wgmma_commit_group();
 }
 
-// The A operands of the first Steps k16 steps of an RS GEMM, fixed in their registers before
+// The A operands of the first Steps k-steps of an RS GEMM, fixed in their registers before
 // the fence: the wgmmas read them while in flight.
 template <int Steps, int AllSteps>
 __device__ __forceinline__ void pin_a_operands(uint32_t (&a)[AllSteps][4]) {

@@ -49,8 +49,8 @@ __device__ __forceinline__ void warpgroup_store_packed_transposed(const uint32_t
                                                                   int col0, int thread_in_wg) {
   static_assert(Tile::Element::kBytes == 2 && N % 16 == 0, "16-bit tiles, whole k16 blocks");
   const int warp = thread_in_wg / 32, lane = thread_in_wg % 32;
-  // As warpgroup_store_acc_transposed: matrix m of a k-step is the block (rows 16 warp + 8
-  // (m % 2), cols 16 kk + 8 (m / 2)), whose row j lies at tile row 16 kk + 8 (m / 2) + j.
+  // Matrix m of a k-step is the block (rows 16 warp + 8 (m % 2), cols 16 kk + 8 (m / 2)),
+  // whose row j lies at tile row 16 kk + 8 (m / 2) + j.
   const int row = row0 + 8 * (lane / 16) + lane % 8;
   const int col = col0 + 16 * warp + 8 * ((lane / 8) % 2);
 #pragma unroll
@@ -63,8 +63,8 @@ __device__ __forceinline__ void warpgroup_store_packed_transposed(const uint32_t
 //   f16 / bf16 tiles: converted (round to nearest), one stmatrix.x4 per 16 columns - the
 //     backward's P and dS for the SS GEMMs that read them from shared memory (paper
 //     Algorithm 3 lines 24-28), or a 16-bit O for a TMA store;
-//   f32 tiles: as is, one 8-byte store per value pair - a row-major fp32 dQ for the tensor
-//     reduce-add (ptx::tma_reduce_add_4d).
+//   f32 tiles: as is, one 8-byte store per value pair (the layer tests' fp32 staging for the
+//     tensor reduce-add, ptx::tma_reduce_add_4d; no kernel stores f32 tiles).
 template <class Tile, int N>
 __device__ __forceinline__ void warpgroup_store_acc(const float (&acc)[N / 2], uint32_t tile_base,
                                                     int row0, int col0, int thread_in_wg) {

@@ -10,7 +10,8 @@
 
 namespace fa3::tile {
 
-// Reductions over the 4 lanes of a quad, which together hold one accumulator row.
+// Reductions over the 4 lanes of a quad, which together hold one accumulator row. Every lane
+// of the warp must call them (full-warp shuffle mask).
 __device__ __forceinline__ float quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
   return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
@@ -97,7 +98,8 @@ struct OnlineSoftmax {
   // Turns the scores S of one key block (masked entries = -inf) into P~ = exp2(S * scale_log2
   // - m_new) in place, and returns per row the factor exp2(m_old - m_new) that O and l must be
   // rescaled by. scale_log2 > 0. A row that has seen only masked keys keeps m = -inf; its
-  // P~ is 0 and its factor is 0 (O and l are still 0 then).
+  // P~ is 0 and its factor is 0, or 1 with LazyMax (either way harmless: O and l are still 0
+  // then).
   template <int N>
   __device__ __forceinline__ void update(float (&s)[N], float scale_log2, float (&rescale)[2]) {
     float base[2];
