@@ -943,6 +943,107 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
   }
 }
 
+TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counter are refused "
+          "during capture; captured calls replay bit for bit",
+          "[gpu][backward]") {
+  const int64_t B = 2, S = 700, H = 4, Hkv = 2, D = 128;
+  Case c;
+  c.bf16 = true; c.head_dim = D; c.causal = true; c.batch = B; c.seqlen_q = c.seqlen_k = S;
+  c.heads = H; c.heads_kv = Hkv; c.deterministic = true;
+  Runner runner;
+  const Plan plan = plan_of(c);
+  DeviceBuffer in[kTensors];
+  fa3_tensor x[kTensors];
+  for (int t = 0; t < kTensors; ++t) {
+    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
+    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
+    std::vector<uint16_t> bits;
+    std::vector<float> values;
+    random_inputs(static_cast<size_t>(c.elements(t)), true, 700 + static_cast<uint64_t>(t), &bits, &values);
+    in[t].upload(bits.data(), bits.size() * 2);
+  }
+  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  const fa3_params params{0.0f, 1, 1};
+  size_t needed = 0;
+  REQUIRE(fa3_backward_workspace_size(runner.handle(), &x[kQ], &x[kK], &params, &needed) == FA3_OK);
+  DeviceBuffer workspace(needed);
+  auto download = [&](int t) {
+    std::vector<uint16_t> bits(static_cast<size_t>(c.elements(t)));
+    in[t].download(bits.data(), bits.size() * 2);
+    return bits;
+  };
+  auto gradients = [&] {
+    std::vector<std::vector<uint16_t>> g;
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) g.push_back(download(t));
+    return g;
+  };
+  auto poison_outputs = [&] {
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
+  };
+  // A causal forward kernel that draws its tiles from the stream's counter, by name (one that
+  // sums its rows in fp32: the call passes an lse).
+  std::string drawing;
+  for (const fa3::KernelInfo& k : fa3::compiled_kernels())
+    if (k.direction == fa3::Direction::Forward && k.fwd.draws_tiles() && k.fwd.causal &&
+        k.fwd.head_dim == D && k.fwd.dtype == fa3::DType::BF16 && !k.fwd.row_sum_mma) {
+      drawing = k.name;
+      break;
+    }
+  REQUIRE_FALSE(drawing.empty());
+  INFO(drawing);
+  auto forward = [&](cudaStream_t stream) {
+    return fa3_forward_with_kernel(runner.handle(), drawing.c_str(), &x[kQ], &x[kK], &x[kV], &x[kO],
+                                   lse.as<float>(), &params, stream);
+  };
+  auto backward = [&](void* w, size_t bytes, cudaStream_t stream) {
+    return fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                        &x[kDq], &x[kDk], &x[kDv], &params, w, bytes, stream);
+  };
+  cudaStream_t stream;
+  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+
+  // The stream's first forward with a counter, inside a capture: refused, and the capture is
+  // still valid (nothing unsafe was called).
+  cudaGraph_t graph = nullptr;
+  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  CHECK(forward(stream) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()).find("stream is capturing a CUDA graph and has no tile counter yet") == 0);
+  CHECK(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  if (graph) cudaGraphDestroy(graph);
+
+  // Direct calls on the stream: the expected bits (and the stream's counter).
+  poison_outputs();
+  REQUIRE(forward(stream) == FA3_OK);
+  REQUIRE(backward(workspace.get(), needed, stream) == FA3_OK);
+  cuda_check(cudaStreamSynchronize(stream), "direct calls");
+  const std::vector<uint16_t> want_o = download(kO);
+  const std::vector<std::vector<uint16_t>> want = gradients();
+
+  // Captured: the forward (the counter exists now), the backward refused without a workspace,
+  // then with the caller's.
+  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  CHECK(forward(stream) == FA3_OK);
+  CHECK(backward(nullptr, 0, stream) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()).find("workspace is NULL but stream is capturing a CUDA graph") == 0);
+  CHECK(backward(workspace.get(), needed, stream) == FA3_OK);
+  graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  for (int replay = 0; replay < 3; ++replay) {
+    INFO("replay " << replay);
+    poison_outputs();
+    workspace.poison();
+    cuda_check(cudaGraphLaunch(exec, stream), "graph launch");
+    cuda_check(cudaStreamSynchronize(stream), "graph replay");
+    CHECK(download(kO) == want_o);
+    CHECK(gradients() == want);
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("fa3_backward honours softmax_scale; the caller's workspace", "[gpu][backward]") {
   Runner runner;
   Case c;
