@@ -991,13 +991,26 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
     }
   REQUIRE_FALSE(drawing.empty());
   INFO(drawing);
+  // Each call's status and fa3_last_error().
+  struct Call {
+    fa3_status status;
+    std::string error;
+  };
   auto forward = [&](cudaStream_t stream) {
-    return fa3_forward_with_kernel(runner.handle(), drawing.c_str(), &x[kQ], &x[kK], &x[kV], &x[kO],
-                                   lse.as<float>(), &params, stream);
+    const fa3_status st = fa3_forward_with_kernel(runner.handle(), drawing.c_str(), &x[kQ], &x[kK],
+                                                  &x[kV], &x[kO], lse.as<float>(), &params, stream);
+    return Call{st, fa3_last_error()};
   };
   auto backward = [&](void* w, size_t bytes, cudaStream_t stream) {
-    return fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
-                        &x[kDq], &x[kDk], &x[kDv], &params, w, bytes, stream);
+    const fa3_status st =
+        fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                     &x[kDq], &x[kDk], &x[kDv], &params, w, bytes, stream);
+    return Call{st, fa3_last_error()};
+  };
+  auto expect = [](const Call& call, fa3_status status, const char* error_start) {
+    INFO(call.error);
+    CHECK(call.status == status);
+    CHECK(call.error.find(error_start) == 0);
   };
   cudaStream_t stream;
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
@@ -1006,15 +1019,15 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
   // still valid (nothing unsafe was called).
   cudaGraph_t graph = nullptr;
   cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  CHECK(forward(stream) == FA3_ERR_INVALID_ARGUMENT);
-  CHECK(std::string(fa3_last_error()).find("stream is capturing a CUDA graph and has no tile counter yet") == 0);
+  expect(forward(stream), FA3_ERR_INVALID_ARGUMENT,
+         "stream is capturing a CUDA graph and has no tile counter yet");
   CHECK(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
   if (graph) cudaGraphDestroy(graph);
 
   // Direct calls on the stream: the expected bits (and the stream's counter).
   poison_outputs();
-  REQUIRE(forward(stream) == FA3_OK);
-  REQUIRE(backward(workspace.get(), needed, stream) == FA3_OK);
+  expect(forward(stream), FA3_OK, "");
+  expect(backward(workspace.get(), needed, stream), FA3_OK, "");
   cuda_check(cudaStreamSynchronize(stream), "direct calls");
   const std::vector<uint16_t> want_o = download(kO);
   const std::vector<std::vector<uint16_t>> want = gradients();
@@ -1022,10 +1035,10 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
   // Captured: the forward (the counter exists now), the backward refused without a workspace,
   // then with the caller's.
   cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  CHECK(forward(stream) == FA3_OK);
-  CHECK(backward(nullptr, 0, stream) == FA3_ERR_INVALID_ARGUMENT);
-  CHECK(std::string(fa3_last_error()).find("workspace is NULL but stream is capturing a CUDA graph") == 0);
-  CHECK(backward(workspace.get(), needed, stream) == FA3_OK);
+  expect(forward(stream), FA3_OK, "");
+  expect(backward(nullptr, 0, stream), FA3_ERR_INVALID_ARGUMENT,
+         "workspace is NULL but stream is capturing a CUDA graph");
+  expect(backward(workspace.get(), needed, stream), FA3_OK, "");
   graph = nullptr;
   REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
   cudaGraphExec_t exec = nullptr;

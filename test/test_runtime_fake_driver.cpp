@@ -334,14 +334,33 @@ TEST_CASE("fake driver: a stream's first tile counter is refused while it captur
         "on the stream before capturing it");
   CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 0);
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
-  // A call before the capture gives the stream its counter; captured calls then use it.
+  // A call before the capture gives the stream its counter; captured calls then find it by
+  // the handle (the driver refuses cuStreamGetId during a capture, as the fake does).
   fake().set_capturing(nullptr);
   REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
           FA3_OK);
+  unsigned grid = 0, block = 0, smem = 0;
+  fa3::FwdParams direct, captured;
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &direct, sizeof direct) == 1);
   fake().set_capturing(stream);
+  const size_t ids = FakeCuda::count(fake().calls(), "cuStreamGetId");
   REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
           FA3_OK);
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &captured, sizeof captured) == 1);
+  CHECK(captured.tile_counter == direct.tile_counter);
+  CHECK(FakeCuda::count(fake().calls(), "cuStreamGetId") == ids);
   CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
+  // The default streams' handles stand for no one stream: refused.
+  for (void* special : {reinterpret_cast<void*>(CU_STREAM_PER_THREAD),
+                        reinterpret_cast<void*>(CU_STREAM_LEGACY)}) {
+    fake().set_capturing(special);
+    CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, special) ==
+          FA3_ERR_INVALID_ARGUMENT);
+    CHECK(std::string(fa3_last_error()) ==
+          "stream is a default stream capturing a CUDA graph: a kernel with a dynamic tile "
+          "scheduler is captured only on a stream created by the caller");
+  }
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
   // Kernels without a counter never ask.
   pr.p.causal = 0;

@@ -173,10 +173,33 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
   constexpr int kCountersPerChunk = 1024;
   Driver& d = h->driver;
+  // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32, and a
+  // refused call invalidates the capture: ask first, then find the counter by the handle.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  CUresult r = d.stream_is_capturing(stream, &capture);
+  if (r != CUDA_SUCCESS)
+    return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    if (stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+      return make_error(FA3_ERR_INVALID_ARGUMENT,
+                        "stream is a default stream capturing a CUDA graph: a kernel with a "
+                        "dynamic tile scheduler is captured only on a stream created by the caller");
+    std::lock_guard<std::mutex> lock(h->counters_mutex);
+    // The last counter made for the handle: a handle reused by a later stream gets a new one.
+    for (auto c = h->counters.rbegin(); c != h->counters.rend(); ++c)
+      if (c->context == context && c->stream == stream) {
+        *out = c->counter;
+        return Error::ok();
+      }
+    return make_error(FA3_ERR_INVALID_ARGUMENT,
+                      "stream is capturing a CUDA graph and has no tile counter yet (the first "
+                      "call of a kernel with a dynamic tile scheduler on a stream allocates one): "
+                      "make one such fa3_forward call on the stream before capturing it");
+  }
   // The id, not the handle: a stream handle can be reused by a later stream, and the
   // per-thread default stream has one handle for many streams.
   unsigned long long id = 0;
-  CUresult r = d.stream_get_id(stream, &id);
+  r = d.stream_get_id(stream, &id);
   if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
   std::lock_guard<std::mutex> lock(h->counters_mutex);
   for (const fa3_handle::StreamCounter& c : h->counters)
@@ -184,16 +207,6 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
       *out = c.counter;
       return Error::ok();
     }
-  // A first counter needs cuMemAlloc and cuMemsetD32, which a capture refuses (and a capture
-  // in global mode is then invalidated): refuse first, with what to do instead.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  r = d.stream_is_capturing(stream, &capture);
-  if (r != CUDA_SUCCESS) return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
-    return make_error(FA3_ERR_INVALID_ARGUMENT,
-                      "stream is capturing a CUDA graph and has no tile counter yet (the first "
-                      "call of a kernel with a dynamic tile scheduler on a stream allocates one): "
-                      "make one such fa3_forward call on the stream before capturing it");
   fa3_handle::CounterChunk* chunk = nullptr;
   for (fa3_handle::CounterChunk& c : h->counter_chunks)
     if (c.context == context && c.used < kCountersPerChunk) chunk = &c;
@@ -210,7 +223,7 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
     chunk = &h->counter_chunks.back();
   }
   const CUdeviceptr counter = chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
-  h->counters.push_back({context, id, counter});
+  h->counters.push_back({context, id, stream, counter});
   *out = counter;
   return Error::ok();
 }

@@ -46,6 +46,7 @@ struct fa3_handle {
   struct StreamCounter {
     CUcontext context;
     unsigned long long stream_id;  // cuStreamGetId: unique for the process's lifetime
+    CUstream stream;  // the handle, for calls during a capture (where cuStreamGetId is refused)
     CUdeviceptr counter;
   };
   std::mutex counters_mutex;
@@ -103,8 +104,10 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
                              BackwardFunctions* out);
 
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
-// stream may allocate (one chunk of counters per context at a time), and is refused
-// (FA3_ERR_INVALID_ARGUMENT) while the stream is capturing a graph.
+// stream may allocate (one chunk of counters per context at a time). While the stream is
+// capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32), the
+// counter its handle got last, and FA3_ERR_INVALID_ARGUMENT when it has none or the handle is
+// the legacy or per-thread default stream's.
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
 
 // Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing

@@ -170,6 +170,11 @@ CUresult stream_synchronize(CUstream) { FAKE_ENTER("cuStreamSynchronize"); retur
 // Stream ids: the handle's value (a test's streams are distinct made-up pointers).
 CUresult stream_get_id(CUstream s, unsigned long long* id) {
   FAKE_ENTER("cuStreamGetId");
+  {
+    // As the driver: refused during a capture (which it then invalidates).
+    std::lock_guard<std::mutex> lock(state().mutex);
+    if (s != nullptr && s == state().capturing) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
   *id = static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(s));
   return CUDA_SUCCESS;
 }
