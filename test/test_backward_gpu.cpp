@@ -831,6 +831,27 @@ TEST_CASE("every compiled backward kernel, named, matches the float64 reference"
   CHECK(kernels >= 14);
 }
 
+// A contiguous case's eight tensors, each in a buffer of its own filled with fresh random values
+// (the outputs too: a test poisons what it checks), and a buffer for the LSE.
+struct RandomTensors {
+  DeviceBuffer in[kTensors];
+  fa3_tensor x[kTensors];
+  DeviceBuffer lse;
+  RandomTensors(const Case& c, uint64_t seed) {
+    const Plan plan = plan_of(c);
+    for (int t = 0; t < kTensors; ++t) {
+      in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
+      x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
+      std::vector<uint16_t> bits;
+      std::vector<float> values;
+      random_inputs(static_cast<size_t>(c.elements(t)), c.bf16, seed + static_cast<uint64_t>(t),
+                    &bits, &values);
+      in[t].upload(bits.data(), bits.size() * 2);
+    }
+    lse = DeviceBuffer(static_cast<size_t>(c.batch * c.heads * c.seqlen_q) * 4);
+  }
+};
+
 TEST_CASE("the checks fail on tampered gradients (negative controls)", "[gpu][backward]") {
   // Each check of check_outcome sees its defect: gradients off by 1.0, an element left NaN, a
   // row that sees no key with a non-zero dQ, writes into the padding or past a buffer's end.
@@ -876,18 +897,10 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
   c.bf16 = true; c.head_dim = D; c.batch = B; c.seqlen_q = c.seqlen_k = S; c.heads = H;
   c.heads_kv = Hkv;
   Runner runner;
-  const Plan plan = plan_of(c);
-  DeviceBuffer in[kTensors];
-  fa3_tensor x[kTensors];
-  for (int t = 0; t < kTensors; ++t) {
-    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
-    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
-    std::vector<uint16_t> bits;
-    std::vector<float> values;
-    random_inputs(static_cast<size_t>(c.elements(t)), true, 600 + static_cast<uint64_t>(t), &bits, &values);
-    in[t].upload(bits.data(), bits.size() * 2);
-  }
-  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  RandomTensors tensors(c, 600);
+  DeviceBuffer* in = tensors.in;
+  fa3_tensor* x = tensors.x;
+  DeviceBuffer& lse = tensors.lse;
   const fa3_params params{0.0f, 1, 0};
   REQUIRE(fa3_forward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params,
                       nullptr) == FA3_OK);
@@ -951,18 +964,10 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
   c.bf16 = true; c.head_dim = D; c.causal = true; c.batch = B; c.seqlen_q = c.seqlen_k = S;
   c.heads = H; c.heads_kv = Hkv; c.deterministic = true;
   Runner runner;
-  const Plan plan = plan_of(c);
-  DeviceBuffer in[kTensors];
-  fa3_tensor x[kTensors];
-  for (int t = 0; t < kTensors; ++t) {
-    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
-    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
-    std::vector<uint16_t> bits;
-    std::vector<float> values;
-    random_inputs(static_cast<size_t>(c.elements(t)), true, 700 + static_cast<uint64_t>(t), &bits, &values);
-    in[t].upload(bits.data(), bits.size() * 2);
-  }
-  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  RandomTensors tensors(c, 700);
+  DeviceBuffer* in = tensors.in;
+  fa3_tensor* x = tensors.x;
+  DeviceBuffer& lse = tensors.lse;
   const fa3_params params{0.0f, 1, 1};
   size_t needed = 0;
   REQUIRE(fa3_backward_workspace_size(runner.handle(), &x[kQ], &x[kK], &params, &needed) == FA3_OK);
