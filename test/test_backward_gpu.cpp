@@ -956,8 +956,8 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
   }
 }
 
-TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counter are refused "
-          "during capture; captured calls replay bit for bit",
+TEST_CASE("CUDA graphs: the backward without a workspace, and a tile counter before the context "
+          "has any, are refused during capture; captured calls replay bit for bit",
           "[gpu][backward]") {
   const int64_t B = 2, S = 700, H = 4, Hkv = 2, D = 128;
   Case c;
@@ -1020,12 +1020,12 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
   cudaStream_t stream;
   cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
 
-  // The stream's first forward with a counter, inside a capture: refused, and the capture is
-  // still valid (nothing unsafe was called).
+  // The handle's first forward with a counter (a fresh handle: no counter in the context yet),
+  // inside a capture: refused, and the capture is still valid (nothing unsafe was called).
   cudaGraph_t graph = nullptr;
   cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
   expect(forward(stream), FA3_ERR_INVALID_ARGUMENT,
-         "stream is capturing a CUDA graph and has no tile counter yet");
+         "stream is capturing a CUDA graph and the handle has no tile counter to give it");
   CHECK(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
   if (graph) cudaGraphDestroy(graph);
 
@@ -1037,28 +1037,36 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a first tile counte
   const std::vector<uint16_t> want_o = download(kO);
   const std::vector<std::vector<uint16_t>> want = gradients();
 
-  // Captured: the forward (the counter exists now), the backward refused without a workspace,
-  // then with the caller's.
-  cuda_check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  expect(forward(stream), FA3_OK, "");
-  expect(backward(nullptr, 0, stream), FA3_ERR_INVALID_ARGUMENT,
-         "workspace is NULL but stream is capturing a CUDA graph");
-  expect(backward(workspace.get(), needed, stream), FA3_OK, "");
-  graph = nullptr;
-  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
-  for (int replay = 0; replay < 3; ++replay) {
-    INFO("replay " << replay);
-    poison_outputs();
-    workspace.poison();
-    cuda_check(cudaGraphLaunch(exec, stream), "graph launch");
-    cuda_check(cudaStreamSynchronize(stream), "graph replay");
-    CHECK(download(kO) == want_o);
-    CHECK(gradients() == want);
+  // Captured on that stream (its counter found by the handle) and on one first used in the
+  // capture (a spare counter): the forward, the backward refused without a workspace, then
+  // with the caller's; each graph replayed.
+  cudaStream_t fresh;
+  cuda_check(cudaStreamCreateWithFlags(&fresh, cudaStreamNonBlocking), "stream");
+  for (cudaStream_t s : {stream, fresh}) {
+    const bool direct = s == stream;
+    INFO((direct ? "the stream of the direct calls" : "a stream first used in the capture"));
+    cuda_check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "begin capture");
+    expect(forward(s), FA3_OK, "");
+    expect(backward(nullptr, 0, s), FA3_ERR_INVALID_ARGUMENT,
+           "workspace is NULL but stream is capturing a CUDA graph");
+    expect(backward(workspace.get(), needed, s), FA3_OK, "");
+    graph = nullptr;
+    REQUIRE(cudaStreamEndCapture(s, &graph) == cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    for (int replay = 0; replay < 3; ++replay) {
+      INFO("replay " << replay);
+      poison_outputs();
+      workspace.poison();
+      cuda_check(cudaGraphLaunch(exec, s), "graph launch");
+      cuda_check(cudaStreamSynchronize(s), "graph replay");
+      CHECK(download(kO) == want_o);
+      CHECK(gradients() == want);
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
+  cudaStreamDestroy(fresh);
   cudaStreamDestroy(stream);
 }
 

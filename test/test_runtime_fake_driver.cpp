@@ -316,7 +316,8 @@ TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][ru
   fa3_destroy(h);
 }
 
-TEST_CASE("fake driver: a stream's first tile counter is refused while it captures a graph",
+TEST_CASE("fake driver: tile counters during a graph capture: none allocated, found by the "
+          "stream's handle or spare",
           "[cpu][runtime]") {
   UseFakeDriver use;
   fa3_handle* h = create();
@@ -325,13 +326,14 @@ TEST_CASE("fake driver: a stream's first tile counter is refused while it captur
   REQUIRE(name);
   void* const stream = reinterpret_cast<void*>(0x40);
   fake().set_capturing(stream);
-  // Refused before cuMemAlloc, which would invalidate a capture in global mode.
+  // No counter in the context yet: refused before cuMemAlloc, which would invalidate a capture
+  // in global mode.
   CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, stream) ==
         FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) ==
-        "stream is capturing a CUDA graph and has no tile counter yet (the first call of a kernel "
-        "with a dynamic tile scheduler on a stream allocates one): make one such fa3_forward call "
-        "on the stream before capturing it");
+        "stream is capturing a CUDA graph and the handle has no tile counter to give it (the "
+        "first call of a kernel with a dynamic tile scheduler in a context allocates them): make "
+        "one such fa3_forward call outside a capture first");
   CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 0);
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
   // A call before the capture gives the stream its counter; captured calls then find it by
@@ -348,9 +350,30 @@ TEST_CASE("fake driver: a stream's first tile counter is refused while it captur
           FA3_OK);
   REQUIRE(fake().last_launch(&grid, &block, &smem, &captured, sizeof captured) == 1);
   CHECK(captured.tile_counter == direct.tile_counter);
-  CHECK(FakeCuda::count(fake().calls(), "cuStreamGetId") == ids);
+  // A stream first used in a capture gets a spare counter of the chunk, its own.
+  void* const fresh = reinterpret_cast<void*>(0x48);
+  fake().set_capturing(fresh);
+  fa3::FwdParams spare;
+  for (int call = 0; call < 2; ++call) {
+    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, fresh) ==
+            FA3_OK);
+    fa3::FwdParams p;
+    REQUIRE(fake().last_launch(&grid, &block, &smem, &p, sizeof p) == 1);
+    if (call == 0) spare = p;
+    CHECK(p.tile_counter != direct.tile_counter);
+    CHECK(p.tile_counter == spare.tile_counter);  // the second capture finds it by the handle
+  }
+  // Outside a capture that stream is known by its id: a counter of its own again.
+  fake().set_capturing(nullptr);
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, fresh) ==
+          FA3_OK);
+  fa3::FwdParams by_id;
+  REQUIRE(fake().last_launch(&grid, &block, &smem, &by_id, sizeof by_id) == 1);
+  CHECK(by_id.tile_counter != spare.tile_counter);
+  CHECK(by_id.tile_counter != direct.tile_counter);
+  CHECK(FakeCuda::count(fake().calls(), "cuStreamGetId") == ids + 1);
   CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 1);
-  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 5);
   // The default streams' handles stand for no one stream: refused.
   for (void* special : {reinterpret_cast<void*>(CU_STREAM_PER_THREAD),
                         reinterpret_cast<void*>(CU_STREAM_LEGACY)}) {
@@ -361,7 +384,7 @@ TEST_CASE("fake driver: a stream's first tile counter is refused while it captur
           "stream is a default stream capturing a CUDA graph: a kernel with a dynamic tile "
           "scheduler is captured only on a stream created by the caller");
   }
-  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 5);
   // Kernels without a counter never ask.
   pr.p.causal = 0;
   fake().reset();

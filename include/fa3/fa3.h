@@ -76,10 +76,11 @@ fa3_status fa3_destroy(fa3_handle* h);
  * call on a stream takes one from a 4 KB block the handle allocates (cuMemAlloc, zeroed by
  * cuMemsetD32) once per 1024 streams of a context and frees at fa3_destroy (a caller-owned
  * context's block goes with that context); no other forward call allocates. CUDA graphs: such
- * a call is captured only on a stream the caller created that has its counter already (make
- * one such call on it before the capture; else FA3_ERR_INVALID_ARGUMENT), and the graph keeps
- * using that counter: its replays must not run at the same time as each other or as
- * fa3_forward calls on that stream. */
+ * a call is captured on a stream the caller created (not the NULL, legacy or per-thread
+ * stream) once the context has made one such call outside any capture (else
+ * FA3_ERR_INVALID_ARGUMENT): the graph uses the counter the stream got then, or a spare one of
+ * the block for a stream first used in the capture. Replays of graphs that share a counter
+ * must not run at the same time as each other or as fa3_forward calls on that stream. */
 fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                        const fa3_tensor* v, fa3_tensor* o, float* lse,
                        const fa3_params* p, void* stream);

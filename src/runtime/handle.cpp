@@ -170,8 +170,25 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
   return Error::ok();
 }
 
+namespace {
+
+constexpr int kCountersPerChunk = 1024;
+
+// A counter no stream has had, from a chunk of `context` with room (zero since the chunk's
+// cuMemsetD32); nullptr when none has room. Called with counters_mutex held.
+fa3_handle::CounterChunk* chunk_with_room(fa3_handle* h, CUcontext context) {
+  for (fa3_handle::CounterChunk& c : h->counter_chunks)
+    if (c.context == context && c.used < kCountersPerChunk) return &c;
+  return nullptr;
+}
+
+CUdeviceptr take_counter(fa3_handle::CounterChunk* chunk) {
+  return chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
+}
+
+}  // namespace
+
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
-  constexpr int kCountersPerChunk = 1024;
   Driver& d = h->driver;
   // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32, and a
   // refused call invalidates the capture: ask first, then find the counter by the handle.
@@ -180,7 +197,7 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
   if (r != CUDA_SUCCESS)
     return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
   if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
-    if (stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
+    if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
       return make_error(FA3_ERR_INVALID_ARGUMENT,
                         "stream is a default stream capturing a CUDA graph: a kernel with a "
                         "dynamic tile scheduler is captured only on a stream created by the caller");
@@ -191,10 +208,18 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
         *out = c->counter;
         return Error::ok();
       }
+    // A stream first used in a capture (PyTorch captures on a stream of its own): a spare
+    // counter, so nothing is allocated.
+    if (fa3_handle::CounterChunk* chunk = chunk_with_room(h, context)) {
+      *out = take_counter(chunk);
+      h->counters.push_back({context, 0, stream, *out, true});
+      return Error::ok();
+    }
     return make_error(FA3_ERR_INVALID_ARGUMENT,
-                      "stream is capturing a CUDA graph and has no tile counter yet (the first "
-                      "call of a kernel with a dynamic tile scheduler on a stream allocates one): "
-                      "make one such fa3_forward call on the stream before capturing it");
+                      "stream is capturing a CUDA graph and the handle has no tile counter to "
+                      "give it (the first call of a kernel with a dynamic tile scheduler in a "
+                      "context allocates them): make one such fa3_forward call outside a capture "
+                      "first");
   }
   // The id, not the handle: a stream handle can be reused by a later stream, and the
   // per-thread default stream has one handle for many streams.
@@ -203,13 +228,11 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
   if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
   std::lock_guard<std::mutex> lock(h->counters_mutex);
   for (const fa3_handle::StreamCounter& c : h->counters)
-    if (c.context == context && c.stream_id == id) {
+    if (c.context == context && !c.by_handle && c.stream_id == id) {
       *out = c.counter;
       return Error::ok();
     }
-  fa3_handle::CounterChunk* chunk = nullptr;
-  for (fa3_handle::CounterChunk& c : h->counter_chunks)
-    if (c.context == context && c.used < kCountersPerChunk) chunk = &c;
+  fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
     CUdeviceptr base = 0;
     r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
@@ -222,9 +245,8 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
     h->counter_chunks.push_back({context, base, 0});
     chunk = &h->counter_chunks.back();
   }
-  const CUdeviceptr counter = chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
-  h->counters.push_back({context, id, stream, counter});
-  *out = counter;
+  *out = take_counter(chunk);
+  h->counters.push_back({context, id, stream, *out});
   return Error::ok();
 }
 

@@ -48,6 +48,7 @@ struct fa3_handle {
     unsigned long long stream_id;  // cuStreamGetId: unique for the process's lifetime
     CUstream stream;  // the handle, for calls during a capture (where cuStreamGetId is refused)
     CUdeviceptr counter;
+    bool by_handle = false;  // given during a capture: stream_id unknown, found by the handle only
   };
   std::mutex counters_mutex;
   std::vector<CounterChunk> counter_chunks;
@@ -105,9 +106,10 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
 
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
 // stream may allocate (one chunk of counters per context at a time). While the stream is
-// capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32), the
-// counter its handle got last, and FA3_ERR_INVALID_ARGUMENT when it has none or the handle is
-// the legacy or per-thread default stream's.
+// capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32): the
+// counter its handle got last, else a spare one of the context's chunks; and
+// FA3_ERR_INVALID_ARGUMENT when the context has no chunk with room yet, or for the legacy or
+// per-thread default stream's handle.
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
 
 // Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing
