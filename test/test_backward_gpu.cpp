@@ -956,8 +956,8 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
   }
 }
 
-TEST_CASE("CUDA graphs: the backward without a workspace, and a tile counter before the context "
-          "has any, are refused during capture; captured calls replay bit for bit",
+TEST_CASE("CUDA graphs: the backward without a workspace and a tile counter before the context "
+          "has any are refused during capture; captured calls replay bit for bit",
           "[gpu][backward]") {
   const int64_t B = 2, S = 700, H = 4, Hkv = 2, D = 128;
   Case c;

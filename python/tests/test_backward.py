@@ -381,28 +381,34 @@ def test_attention_in_a_model_trains(device: torch.device) -> None:
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_attention_in_a_cuda_graph(device: torch.device, causal: bool) -> None:
-    """torch.cuda.graph captures fa3.attention's forward and backward on a stream of its own
-    (a causal forward's tile counter is then a spare one of the library's; the workspace comes
-    from PyTorch's allocator, which graphs support). Replays give the eager calls' bits."""
+    """torch.cuda.graph captures fa3.attention's forward and a loss's backward through it, as
+    PyTorch's whole-network capture does (on a stream of its own, .grad set to None before, a
+    side-stream warm-up): a causal forward's tile counter is then a spare one of the library's,
+    the workspace comes from PyTorch's allocator. Replays give the eager calls' bits."""
     q, k, v = (x.requires_grad_() for x in qkv(2, 700, 700, 4, 2, 128, torch.bfloat16, device))
     dout = randn(2, 700, 4, 128, dtype=torch.bfloat16, device=device)
 
-    def step() -> tuple[torch.Tensor, Gradients]:
+    def step() -> torch.Tensor:
+        for leaf in (q, k, v):
+            leaf.grad = None
         out = fa3.attention(q, k, v, causal=causal, deterministic=True)
-        return out, torch.autograd.grad(out, (q, k, v), dout)
+        (out.float() * dout.float()).sum().backward()  # out's gradient: dout, exactly
+        return out
 
-    eager_out, eager_grads = step()
+    eager_out = step().detach().clone()
+    eager_grads = tuple(leaf.grad.clone() for leaf in (q, k, v))
     side = torch.cuda.Stream(device)
     side.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(side):  # PyTorch's warm-up before a capture
+    with torch.cuda.stream(side):
         step()
     torch.cuda.current_stream(device).wait_stream(side)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        static_out, static_grads = step()
+        static_out = step()
+    static_grads = (q.grad, k.grad, v.grad)
     for _ in range(3):
         for tensor in (static_out, *static_grads):
-            tensor.fill_(float("nan"))
+            tensor.detach().fill_(float("nan"))
         graph.replay()
         torch.cuda.synchronize(device)
         assert torch.equal(static_out, eager_out), "the replayed forward differs"
