@@ -17,8 +17,8 @@ namespace {
 // rounding of a length up to it passes 2^31 - 1.
 constexpr int64_t kMaxBackwardSeqlen = 2147483647 - 127;
 
-// The smallest block_n of a backward kernel (BwdConfig: 64 keys a consumer warpgroup, _kvh 64
-// in all): the main grid's CTA count is largest with it.
+// The smallest block_n of a backward kernel (the _kvh kernels' 64; the others' 80 or 128): the
+// main grid's CTA count is largest with it.
 constexpr int64_t kSmallestKeyBlock = 64;
 
 // fa3_backward_workspace_size reports a size_t; a workspace of 2^63 bytes or more is no

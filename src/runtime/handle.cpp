@@ -257,7 +257,8 @@ Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, s
   // grow it) or use while the graph replays.
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = d.stream_is_capturing(stream, &capture);
-  if (r != CUDA_SUCCESS) return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
+  if (r != CUDA_SUCCESS)
+    return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
   if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
     return make_error(FA3_ERR_INVALID_ARGUMENT,
                       "workspace is NULL but stream is capturing a CUDA graph: the handle's "
