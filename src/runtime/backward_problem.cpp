@@ -29,31 +29,6 @@ size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
 Int128 address(const void* p) { return static_cast<Int128>(reinterpret_cast<uintptr_t>(p)); }
 
-Error check_present(const fa3_tensor* t, const char* name) {
-  if (!t) return invalid(std::string(name) + " is NULL: pass a tensor descriptor");
-  if (!t->data) return invalid(std::string(name) + "->data is NULL");
-  return Error::ok();
-}
-
-Error check_dtype(const fa3_tensor& t, const char* name, const fa3_tensor& q) {
-  if (t.dtype == q.dtype) return Error::ok();
-  return invalid(std::string(name) + "->dtype (" + dtype_text(t.dtype) + ") must equal q->dtype (" +
-                 dtype_text(q.dtype) + ")");
-}
-
-// batch, seqlen, heads and head_dim of `t` equal those of `ref`.
-Error check_shape(const fa3_tensor& t, const char* name, const fa3_tensor& ref,
-                  const char* ref_name) {
-  const char* fields[] = {"batch", "seqlen", "heads", "head_dim"};
-  const int64_t values[] = {t.batch, t.seqlen, t.heads, t.head_dim};
-  const int64_t ref_values[] = {ref.batch, ref.seqlen, ref.heads, ref.head_dim};
-  for (int i = 0; i < 4; ++i) {
-    Error e = check_same(fields[i], name, values[i], ref_name, ref_values[i]);
-    if (e.failed()) return e;
-  }
-  return Error::ok();
-}
-
 // o, dq, dk and dv may not be TMA tensors (dk and dv go by TMA only where their layout
 // allows it, o is read 16 bytes at a time only where aligned): the kernels' fallback reads
 // and writes them as pairs of elements (32-bit accesses), so a pair must never straddle a
@@ -385,8 +360,7 @@ Error check_backward(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor*
     if (e.failed()) return e;
   }
 
-  const fa3_tensor lse_row =
-      as_row(lse, static_cast<Int128>(q->batch) * q->heads * q->seqlen * 4);
+  const fa3_tensor lse_row = as_row(lse, lse_bytes(*q));
   const fa3_tensor* inputs[] = {q, k, v, o, dout, &lse_row};
   const char* input_names[] = {"q", "k", "v", "o", "dout", "lse"};
   const char* rule = "dq, dk and dv must not share memory with an input or with each other";
@@ -419,8 +393,7 @@ Error check_backward_workspace(const BackwardProblem& prob, const void* workspac
                    " bytes this problem needs (fa3_backward_workspace_size)");
   // The kernels write all of it: nothing else may live there.
   const fa3_tensor region = as_row(workspace, needed);
-  const fa3_tensor lse_row =
-      as_row(lse, static_cast<Int128>(prob.batch) * prob.heads * prob.seqlen_q * 4);
+  const fa3_tensor lse_row = as_row(lse, lse_bytes(*q));
   const fa3_tensor* tensors[] = {q, k, v, o, dout, &lse_row, dq, dk, dv};
   const char* names[] = {"q", "k", "v", "o", "dout", "lse", "dq", "dk", "dv"};
   for (int i = 0; i < 9; ++i) {

@@ -130,6 +130,36 @@ Error check_same(const char* field, const char* t_name, int64_t t_value, const c
                  ref_name + "->" + field + " (" + num(ref_value) + ")");
 }
 
+// Each of these names the argument and the rule in its sentence.
+Error check_present(const fa3_tensor* t, const char* name) {
+  if (!t) return invalid(std::string(name) + " is NULL: pass a tensor descriptor");
+  if (!t->data) return invalid(std::string(name) + "->data is NULL");
+  return Error::ok();
+}
+
+Error check_dtype(const fa3_tensor& t, const char* name, const fa3_tensor& q) {
+  if (t.dtype == q.dtype) return Error::ok();
+  return invalid(std::string(name) + "->dtype (" + dtype_text(t.dtype) + ") must equal q->dtype (" +
+                 dtype_text(q.dtype) + ")");
+}
+
+// batch, seqlen, heads and head_dim of `t` equal those of `ref`.
+Error check_shape(const fa3_tensor& t, const char* name, const fa3_tensor& ref,
+                  const char* ref_name) {
+  const char* fields[] = {"batch", "seqlen", "heads", "head_dim"};
+  const int64_t values[] = {t.batch, t.seqlen, t.heads, t.head_dim};
+  const int64_t ref_values[] = {ref.batch, ref.seqlen, ref.heads, ref.head_dim};
+  for (int i = 0; i < 4; ++i) {
+    Error e = check_same(fields[i], name, values[i], ref_name, ref_values[i]);
+    if (e.failed()) return e;
+  }
+  return Error::ok();
+}
+
+Int128 lse_bytes(const fa3_tensor& q) {
+  return static_cast<Int128>(q.batch) * q.heads * q.seqlen * 4;
+}
+
 }  // namespace tensor_rules
 
 using namespace tensor_rules;
@@ -143,8 +173,8 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
   const fa3_tensor* tensors[] = {q, k, v};
   const char* names[] = {"q", "k", "v"};
   for (int i = 0; i < 3; ++i) {
-    if (!tensors[i]) return invalid(std::string(names[i]) + " is NULL: pass a tensor descriptor");
-    if (!tensors[i]->data) return invalid(std::string(names[i]) + "->data is NULL");
+    Error e = check_present(tensors[i], names[i]);
+    if (e.failed()) return e;
   }
 
   if (q->dtype == FA3_E4M3)
@@ -152,10 +182,10 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
                       "q->dtype is FA3_E4M3: fa3_forward takes FA3_F16 or FA3_BF16 inputs");
   if (q->dtype != FA3_F16 && q->dtype != FA3_BF16)
     return invalid(std::string("q->dtype must be FA3_F16 or FA3_BF16 (got ") + dtype_text(q->dtype) + ")");
-  for (int i = 1; i < 3; ++i)
-    if (tensors[i]->dtype != q->dtype)
-      return invalid(std::string(names[i]) + "->dtype (" + dtype_text(tensors[i]->dtype) +
-                     ") must equal q->dtype (" + dtype_text(q->dtype) + ")");
+  for (int i = 1; i < 3; ++i) {
+    Error e = check_dtype(*tensors[i], names[i], *q);
+    if (e.failed()) return e;
+  }
 
   for (int i = 0; i < 3; ++i) {
     Error e = check_sizes(*tensors[i], names[i]);
@@ -201,20 +231,11 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
 
 Error check_forward_outputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v,
                             const fa3_tensor* o, const float* lse) {
-  if (!o) return invalid("o is NULL: pass a tensor descriptor");
-  if (!o->data) return invalid("o->data is NULL");
-  if (o->dtype != q->dtype)
-    return invalid(std::string("o->dtype (") + dtype_text(o->dtype) + ") must equal q->dtype (" +
-                   dtype_text(q->dtype) + ")");
-  Error e = check_sizes(*o, "o");
+  Error e = check_present(o, "o");
+  if (!e.failed()) e = check_dtype(*o, "o", *q);
+  if (!e.failed()) e = check_sizes(*o, "o");
+  if (!e.failed()) e = check_shape(*o, "o", *q, "q");
   if (e.failed()) return e;
-  const char* fields[] = {"batch", "seqlen", "heads", "head_dim"};
-  const int64_t o_values[] = {o->batch, o->seqlen, o->heads, o->head_dim};
-  const int64_t q_values[] = {q->batch, q->seqlen, q->heads, q->head_dim};
-  for (int i = 0; i < 4; ++i) {
-    e = check_same(fields[i], "o", o_values[i], "q", q_values[i]);
-    if (e.failed()) return e;
-  }
   e = check_layout(*o, "o", 2);
   if (e.failed()) return e;
   e = check_no_self_overlap(*o, "o");
@@ -231,7 +252,7 @@ Error check_forward_outputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
     if (reinterpret_cast<uintptr_t>(lse) % 4 != 0)
       return invalid("lse (" + pointer_text(lse) + ") must be 4-byte aligned (fp32)");
     const Int128 first = static_cast<Int128>(reinterpret_cast<uintptr_t>(lse));
-    const ByteRange lse_range{first, first + static_cast<Int128>(q->batch) * q->heads * q->seqlen * 4 - 1};
+    const ByteRange lse_range{first, first + lse_bytes(*q) - 1};
     const fa3_tensor* all[] = {q, k, v, o};
     for (int i = 0; i < 4; ++i)
       if (overlaps(lse_range, byte_range(*all[i], 2)))

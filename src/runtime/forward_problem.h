@@ -91,6 +91,16 @@ void set_problem_shape(const fa3_tensor& q, const fa3_tensor& k, Problem* prob) 
   prob->heads_kv = k.heads;
 }
 
+// The descriptor and its data are not NULL.
+Error check_present(const fa3_tensor* t, const char* name);
+// t's dtype is q's.
+Error check_dtype(const fa3_tensor& t, const char* name, const fa3_tensor& q);
+// batch, seqlen, heads and head_dim of `t` equal those of `ref`.
+Error check_shape(const fa3_tensor& t, const char* name, const fa3_tensor& ref,
+                  const char* ref_name);
+// The bytes of the fp32 (batch, heads, seqlen_q) LSE of q's problem.
+Int128 lse_bytes(const fa3_tensor& q);
+
 }  // namespace tensor_rules
 
 }  // namespace fa3

@@ -87,11 +87,7 @@ __device__ __forceinline__ void acc_to_a_operands(const float (&acc)[N / 2],
 template <class Elem, int K>
 __device__ __forceinline__ void acc_to_a(const float (&acc)[K / 2], AOperands<Elem, K>& a) {
   if constexpr (Elem::kBytes == 2) {
-#pragma unroll
-    for (int kk = 0; kk < K / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r)
-        a.reg[kk][r] = Elem::pack2(acc[8 * kk + 2 * r], acc[8 * kk + 2 * r + 1]);
+    acc_to_a_operands<Elem::kMma == ptx::MmaType::BF16, K>(acc, a.reg);
   } else {
 #pragma unroll
     for (int kk = 0; kk < K / 32; ++kk)

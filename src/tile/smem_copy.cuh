@@ -83,12 +83,9 @@ __device__ __forceinline__ void warpgroup_store_acc(const float (&acc)[N / 2], u
   } else {
     static_assert(Elem::kIsMmaInput && Elem::kBytes == 2,
                   "an accumulator is stored to a typed f16, bf16 or f32 tile");
+    // Packed as the A operands of an RS GEMM are: the fragment order stmatrix stores.
     uint32_t packed[N / 16][4];
-#pragma unroll
-    for (int kk = 0; kk < N / 16; ++kk)
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        packed[kk][i] = Elem::pack2(acc[8 * kk + 2 * i], acc[8 * kk + 2 * i + 1]);
+    acc_to_a_operands<Elem::kMma == ptx::MmaType::BF16, N>(acc, packed);
     warpgroup_store_packed<Tile, N>(packed, tile_base, row0, col0, thread_in_wg);
   }
 }
