@@ -108,8 +108,8 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
 // stream may allocate (one chunk of counters per context at a time). While the stream is
 // capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32): the
 // counter its handle got last, else a spare one of the context's chunks; and
-// FA3_ERR_INVALID_ARGUMENT when the context has no chunk with room yet, or for the legacy or
-// per-thread default stream's handle.
+// FA3_ERR_INVALID_ARGUMENT when the context has no chunk with room yet, or for the NULL,
+// legacy or per-thread stream's handle.
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
 
 // Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing
