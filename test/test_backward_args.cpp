@@ -318,7 +318,7 @@ const Rule kRules[] = {
        }
      },
      FA3_ERR_UNSUPPORTED,
-     "q's batch * heads * seqlen * head_dim would need about 8898900127784 GiB of fp32 "
+     "q's batch * heads * seqlen * head_dim would need about 8865078294528 GiB of fp32 "
      "workspace, past the 2^63 bytes fa3_backward can address"},
 };
 

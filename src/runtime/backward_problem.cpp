@@ -25,8 +25,6 @@ constexpr int64_t kSmallestKeyBlock = 64;
 // allocation a device can make, and its offsets would wrap.
 constexpr Int128 kMaxWorkspaceBytes = static_cast<Int128>(INT64_MAX);
 
-size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
 Int128 address(const void* p) { return static_cast<Int128>(reinterpret_cast<uintptr_t>(p)); }
 
 // o, dq, dk and dv may not be TMA tensors (dk and dv go by TMA only where their layout
@@ -82,11 +80,25 @@ Error check_grid(const fa3_tensor& q, const fa3_tensor& k) {
   return Error::ok();
 }
 
-// An upper bound of backward_workspace(prob).total, in 128-bit arithmetic.
-Int128 workspace_bytes_bound(const fa3_tensor& q, const fa3_tensor& k) {
-  const Int128 rows = static_cast<Int128>(q.batch) * q.heads * backward_rows(q.seqlen);
-  return rows * (4 + 4 + 4 * static_cast<Int128>(q.head_dim) + 4) +
-         static_cast<Int128>(k.batch) * k.heads * 4 + 4 * kWorkspaceAlignment;
+// backward_workspace's layout in any integer type: Int128 to check a shape before its sizes
+// may wrap, size_t for a checked problem.
+template <class Int>
+WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t heads_kv,
+                                        int64_t seqlen_q, int64_t head_dim) {
+  const auto align_up = [](Int x) {
+    return (x + Int{kWorkspaceAlignment} - 1) / Int{kWorkspaceAlignment} * Int{kWorkspaceAlignment};
+  };
+  const Int rows = static_cast<Int>(batch) * static_cast<Int>(heads) *
+                   static_cast<Int>(backward_rows(seqlen_q));
+  WorkspaceRegions<Int> w;
+  w.lse_log2 = 0;
+  w.dpsum = align_up(w.lse_log2 + rows * sizeof(float));
+  w.dq_accum = align_up(w.dpsum + rows * sizeof(float));
+  w.dq_semaphore = align_up(w.dq_accum + rows * static_cast<Int>(head_dim) * sizeof(float));
+  w.tile_counter = w.dq_semaphore + rows / Int{kWorkspaceSemaphoreRows} * sizeof(int32_t);
+  w.pair_done = w.tile_counter + sizeof(uint32_t);
+  w.total = w.pair_done + static_cast<Int>(batch) * static_cast<Int>(heads_kv) * sizeof(int32_t);
+  return w;
 }
 
 // A contiguous byte buffer as a tensor of 2-byte elements (one row), for element_sharing.
@@ -223,20 +235,8 @@ Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b) {
 }
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
-  const size_t rounded = static_cast<size_t>(backward_rows(prob.seqlen_q));
-  const size_t rows = static_cast<size_t>(prob.batch) * static_cast<size_t>(prob.heads) * rounded;
-  BackwardWorkspace w;
-  w.lse_log2 = 0;
-  w.dpsum = align_up(w.lse_log2 + rows * sizeof(float), kWorkspaceAlignment);
-  w.dq_accum = align_up(w.dpsum + rows * sizeof(float), kWorkspaceAlignment);
-  w.dq_semaphore = align_up(w.dq_accum + rows * static_cast<size_t>(prob.head_dim) * sizeof(float),
-                            kWorkspaceAlignment);
-  w.tile_counter =
-      w.dq_semaphore + rows / static_cast<size_t>(kWorkspaceSemaphoreRows) * sizeof(int32_t);
-  w.pair_done = w.tile_counter + sizeof(uint32_t);
-  w.total = w.pair_done +
-            static_cast<size_t>(prob.batch) * static_cast<size_t>(prob.heads_kv) * sizeof(int32_t);
-  return w;
+  return workspace_regions<size_t>(prob.batch, prob.heads, prob.heads_kv, prob.seqlen_q,
+                                   prob.head_dim);
 }
 
 bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem) {
@@ -295,7 +295,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k");
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
-  const Int128 workspace = workspace_bytes_bound(*q, *k);
+  const Int128 workspace =
+      workspace_regions<Int128>(q->batch, q->heads, k->heads, q->seqlen, q->head_dim).total;
   if (workspace > kMaxWorkspaceBytes)
     return make_error(FA3_ERR_UNSUPPORTED,
                       "q's batch * heads * seqlen * head_dim would need about " +

@@ -34,9 +34,11 @@ struct BackwardProblem {
 // pair_done: int32[batch * heads_kv] right after (per (batch, K/V head) pair, the main kernel's
 // CTAs whose dQ adds are complete: BwdParams::post_early). total: the bytes a workspace needs
 // (the end of pair_done).
-struct BackwardWorkspace {
-  size_t lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, pair_done, total;
+template <class Int>
+struct WorkspaceRegions {
+  Int lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, pair_done, total;
 };
+using BackwardWorkspace = WorkspaceRegions<size_t>;
 constexpr size_t kWorkspaceAlignment = 256;
 constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest
 

@@ -186,17 +186,34 @@ CUdeviceptr take_counter(fa3_handle::CounterChunk* chunk) {
   return chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
 }
 
-}  // namespace
-
-Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
-  Driver& d = h->driver;
-  // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32, and a
-  // refused call invalidates the capture: ask first, then find the counter by the handle.
+// Asked before any call the driver refuses during a capture: a refused call invalidates it.
+Error stream_capturing(Driver& d, CUstream stream, bool* capturing) {
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
   CUresult r = d.stream_is_capturing(stream, &capture);
   if (r != CUDA_SUCCESS)
     return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+  *capturing = capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  return Error::ok();
+}
+
+// The id, not the handle, names a stream: a stream handle can be reused by a later stream,
+// and the per-thread default stream has one handle for many streams.
+Error stream_id(Driver& d, CUstream stream, unsigned long long* id) {
+  CUresult r = d.stream_get_id(stream, id);
+  if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
+  return Error::ok();
+}
+
+}  // namespace
+
+Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
+  Driver& d = h->driver;
+  // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32: find the
+  // counter by the handle then.
+  bool capturing = false;
+  Error e = stream_capturing(d, stream, &capturing);
+  if (e.failed()) return e;
+  if (capturing) {
     if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD)
       return make_error(FA3_ERR_INVALID_ARGUMENT,
                         "stream is a default stream capturing a CUDA graph: a kernel with a "
@@ -221,11 +238,9 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
                       "context allocates them): make one such fa3_forward call outside a capture "
                       "first");
   }
-  // The id, not the handle: a stream handle can be reused by a later stream, and the
-  // per-thread default stream has one handle for many streams.
   unsigned long long id = 0;
-  r = d.stream_get_id(stream, &id);
-  if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
+  e = stream_id(d, stream, &id);
+  if (e.failed()) return e;
   std::lock_guard<std::mutex> lock(h->counters_mutex);
   for (const fa3_handle::StreamCounter& c : h->counters)
     if (c.context == context && !c.by_handle && c.stream_id == id) {
@@ -235,7 +250,7 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
   fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
     CUdeviceptr base = 0;
-    r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
+    CUresult r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
     if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
     r = d.memset_d32(base, 0, kCountersPerChunk);
     if (r != CUDA_SUCCESS) {
@@ -255,18 +270,17 @@ Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, s
   Driver& d = h->driver;
   // A graph would keep the workspace's address, which a later call on the stream may free (to
   // grow it) or use while the graph replays.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  CUresult r = d.stream_is_capturing(stream, &capture);
-  if (r != CUDA_SUCCESS)
-    return d.fail(r, "asking whether the stream is capturing (cuStreamIsCapturing)");
-  if (capture != CU_STREAM_CAPTURE_STATUS_NONE)
+  bool capturing = false;
+  Error e = stream_capturing(d, stream, &capturing);
+  if (e.failed()) return e;
+  if (capturing)
     return make_error(FA3_ERR_INVALID_ARGUMENT,
                       "workspace is NULL but stream is capturing a CUDA graph: the handle's "
                       "workspace may be freed or shared after the capture; pass a workspace of "
                       "fa3_backward_workspace_size bytes that lives as long as the graph");
   unsigned long long id = 0;
-  r = d.stream_get_id(stream, &id);
-  if (r != CUDA_SUCCESS) return d.fail(r, "identifying the stream (cuStreamGetId)");
+  e = stream_id(d, stream, &id);
+  if (e.failed()) return e;
   fa3_handle::StreamWorkspace* entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(h->workspaces_mutex);
@@ -281,6 +295,7 @@ Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, s
   }
   std::lock_guard<std::mutex> lock(entry->mutex);
   if (entry->bytes < bytes) {
+    CUresult r = CUDA_SUCCESS;
     if (entry->base != 0) {
       r = d.stream_synchronize(stream);
       if (r != CUDA_SUCCESS)
