@@ -90,6 +90,25 @@ TEST_CASE("valid strided layouts are accepted", "[cpu][api]") {
   INFO(e.message);
   CHECK_FALSE(e.failed());
 
+  // o as a fourth view of one packed (B, S, 4, H, D) buffer: it shares no element with q, k or
+  // v, though its bytes lie between theirs. Shifted by one element it would share some.
+  for (fa3_tensor* t : {&a.q, &a.k, &a.v}) {
+    t->stride_seq = 4 * H * D;
+    t->stride_batch = S * 4 * H * D;
+  }
+  a.o = a.q;
+  a.o.data = reinterpret_cast<char*>(kQ) + 3 * H * D * 2;
+  const fa3::Error e1 = a.check();
+  INFO(e1.message);
+  CHECK_FALSE(e1.failed());
+  a.o.data = reinterpret_cast<char*>(kQ) + 3 * H * D * 2 - 16;  // TMA: 16-byte aligned
+  CHECK(a.check().message == "o overlaps v in memory: the output must not alias an input");
+  a.o.data = reinterpret_cast<char*>(kQ) + 3 * H * D * 2;
+  // lse from o's last row on: past the buffer's end, it shares o's elements only.
+  a.lse = reinterpret_cast<float*>(kQ + ((B * S - 1) * 4 * H * D + 3 * H * D) * 2);
+  CHECK(a.check().message ==
+        "lse overlaps o in memory: the (batch, heads, seqlen_q) fp32 LSE buffer must be separate");
+
   // A (B, H, S, D) output viewed as (B, S, H, D); batch 1 with stride_batch 0.
   Args b;
   b.o.stride_head = 100 * 128;
@@ -169,7 +188,10 @@ TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]"
       {"o aliases q", [](Args& a) { a.o.data = a.q.data; }, FA3_ERR_INVALID_ARGUMENT,
        "o overlaps q in memory: the output must not alias an input"},
       {"o aliases v", [](Args& a) { a.o.data = reinterpret_cast<char*>(kV) + 1024; },
-       FA3_ERR_INVALID_ARGUMENT, "o overlaps v in memory: the output must not alias an input"},
+       FA3_ERR_INVALID_ARGUMENT,
+       "o and v may share memory: their byte ranges interleave, and fa3 tells elements apart "
+       "only for views with the same strides (such as views of one packed buffer); the output "
+       "must not alias an input"},
       {"lse misaligned", [](Args& a) { a.lse = reinterpret_cast<float*>(kLse + 2); },
        FA3_ERR_INVALID_ARGUMENT, "lse (0x500000002) must be 4-byte aligned (fp32)"},
       {"lse aliases o", [](Args& a) { a.lse = reinterpret_cast<float*>(kO + 64); },

@@ -29,6 +29,7 @@
 #include "runtime/backward_problem.h"
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/tensor_rules.h"
 #include "runtime/tuning_table.h"
 #include "support/fake_cuda_client.h"
 #include "tile/fragment_order.h"
@@ -536,8 +537,8 @@ TEST_CASE("backward: fa3_backward reports each broken rule and makes no driver c
 
 TEST_CASE("backward: two tensors share an element exactly when their strides say so",
           "[cpu][api]") {
-  using fa3::Sharing;
-  using fa3::element_sharing;
+  using fa3::tensor_rules::Sharing;
+  using fa3::tensor_rules::element_sharing;
   const int64_t B = 2, S = 50, H = 4, D = 64;
   auto packed = [&](int which) {
     fa3_tensor t = tensor(kDq + static_cast<uintptr_t>(which * H * D * 2), B, S, H, D);

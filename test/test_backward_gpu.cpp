@@ -1268,6 +1268,20 @@ TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
   check_outcome(runner.run(c, 424242));
 }
 
+TEST_CASE("fa3_backward with K and V over 2^31 elements", "[gpu][backward][large]") {
+  // k, v, dk and dv of 2 x 8192 x 1032 x 128 = 2.16e9 elements: offsets past 2^31 in every
+  // key-side index, with GQA 2/1 (dK and dV summed over a group up there) and causal (the
+  // persistent pick below 2048 query rows). The last (batch, K/V head) group, checked in full
+  // statistics, has the largest offsets. 20 GB of GPU memory, about 35 GB of host memory.
+  Case c;
+  c.bf16 = false; c.head_dim = 128; c.causal = true; c.batch = 2; c.seqlen_q = 1024;
+  c.seqlen_k = 8192; c.heads = 2064; c.heads_kv = 1032;
+  REQUIRE(static_cast<double>(c.elements(kDk)) > 2147483648.0);
+  INFO(c.describe());
+  Runner runner;
+  check_outcome(runner.run(c, 434343));
+}
+
 TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitize]") {
   // Few and small: under memcheck/racecheck/synccheck the kernels run orders of magnitude
   // slower. Both dtypes and every head dim, causal both ways with rows that see no key, tails in

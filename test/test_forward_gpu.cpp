@@ -27,6 +27,8 @@ namespace {
 enum class Layout {
   Contiguous,  // (B, S, H, D) for q, k, v, o
   PackedQkv,   // q, k, v are views of one (B, S, 3, H, D) buffer (needs sq == sk, h == hkv)
+  PackedQkvo,  // q, k, v and o are views of one (B, S, 4, H, D) buffer: o interleaved with
+               // the inputs it must not touch
   HeadsMajor,  // each tensor stored (B, H, S, D) and viewed as (B, S, H, D)
   PaddedOut,   // contiguous inputs; o rows padded (stride_seq = H*D + 64): padding untouched
 };
@@ -35,6 +37,7 @@ const char* layout_name(Layout l) {
   switch (l) {
     case Layout::Contiguous: return "contiguous";
     case Layout::PackedQkv: return "packed-qkv";
+    case Layout::PackedQkvo: return "packed-qkvo";
     case Layout::HeadsMajor: return "heads-major";
     case Layout::PaddedOut: return "padded-out";
   }
@@ -126,7 +129,7 @@ std::vector<RowId> rows_to_check(const Case& c) {
 struct Outcome {
   std::string error;  // a failed call or CUDA error; empty when the run completed
   double err_o = 0, plain_err_o = 0, err_lse = 0, plain_err_lse = 0;
-  size_t unwritten_o = 0, unwritten_lse = 0, touched_padding = 0;
+  size_t unwritten_o = 0, unwritten_lse = 0, written_outside_o = 0;
   std::vector<uint16_t> o_bits;  // the whole output buffer image, for determinism checks
 };
 
@@ -167,41 +170,49 @@ class Runner {
     Placement pq = contiguous(Sq, H, D), pk = contiguous(Sk, Hk, D), pv = pk, po = pq;
     size_t in_elems = 0, q_elems = static_cast<size_t>(B * Sq * H * D);
     Outcome r;
-    if (c.layout == Layout::PackedQkv) {
+    const bool packed_o = c.layout == Layout::PackedQkvo;
+    const bool packed = c.layout == Layout::PackedQkv || packed_o;
+    if (packed) {
       if (Sq != Sk || H != Hk) {
-        r.error = "packed QKV needs seqlen_q == seqlen_k and heads == heads_kv";
+        r.error = "a packed layout needs seqlen_q == seqlen_k and heads == heads_kv";
         return r;
       }
-      const Placement packed{0, Sq * 3 * H * D, 3 * H * D, D};
-      pq = packed;
-      pk = packed; pk.offset = H * D;
-      pv = packed; pv.offset = 2 * H * D;
-      in_elems = static_cast<size_t>(B * Sq * 3 * H * D);
+      const int64_t slots = packed_o ? 4 : 3;
+      const Placement views{0, Sq * slots * H * D, slots * H * D, D};
+      pq = views;
+      pk = views; pk.offset = H * D;
+      pv = views; pv.offset = 2 * H * D;
+      po = views; po.offset = 3 * H * D;
+      in_elems = static_cast<size_t>(B * Sq * slots * H * D);
     } else if (c.layout == Layout::HeadsMajor) {
       pq = heads_major(Sq, H, D); pk = heads_major(Sk, Hk, D); pv = pk; po = pq;
     } else if (c.layout == Layout::PaddedOut) {
       po = {0, Sq * (H * D + 64), H * D + 64, D};
     }
-    if (c.layout != Layout::PackedQkv) in_elems = q_elems + 2 * static_cast<size_t>(B * Sk * Hk * D);
-    if (c.layout != Layout::PackedQkv) {
+    if (!packed) {
+      in_elems = q_elems + 2 * static_cast<size_t>(B * Sk * Hk * D);
       pk.offset = static_cast<int64_t>(q_elems);
       pv.offset = pk.offset + B * Sk * Hk * D;
     }
-    const size_t out_elems = c.layout == Layout::PaddedOut ? static_cast<size_t>(B * Sq * (H * D + 64)) : q_elems;
+    const size_t out_elems = c.layout == Layout::PaddedOut ? static_cast<size_t>(B * Sq * (H * D + 64))
+                             : packed_o                    ? in_elems
+                                                           : q_elems;
 
-    std::vector<uint16_t> image(in_elems, 0);
+    // o's slots of a packed buffer poisoned as a separate o is (0xffff: NaN).
+    std::vector<uint16_t> image(in_elems, packed_o ? 0xffff : 0);
     scatter(qb, pq, B, Sq, H, D, &image);
     scatter(kb, pk, B, Sk, Hk, D, &image);
     scatter(vb, pv, B, Sk, Hk, D, &image);
-    DeviceBuffer inputs(in_elems * 2), out(out_elems * 2), lse(static_cast<size_t>(B * H * Sq) * 4);
+    DeviceBuffer inputs(in_elems * 2), out(packed_o ? 0 : out_elems * 2),
+        lse(static_cast<size_t>(B * H * Sq) * 4);
     inputs.upload(image.data(), in_elems * 2);
-    out.poison();
+    if (!packed_o) out.poison();
     lse.poison();
 
     const fa3_tensor q = describe_tensor(inputs.get(), pq, c.bf16, B, Sq, H, D);
     const fa3_tensor k = describe_tensor(inputs.get(), pk, c.bf16, B, Sk, Hk, D);
     const fa3_tensor v = describe_tensor(inputs.get(), pv, c.bf16, B, Sk, Hk, D);
-    fa3_tensor o = describe_tensor(out.get(), po, c.bf16, B, Sq, H, D);
+    fa3_tensor o = describe_tensor(packed_o ? inputs.get() : out.get(), po, c.bf16, B, Sq, H, D);
     const fa3_params params{c.scale, c.causal ? 1 : 0, 0};
     float* lse_ptr = c.with_lse ? lse.as<float>() : nullptr;
     const fa3_status s = kernel ? fa3_forward_with_kernel(handle_, kernel, &q, &k, &v, &o, lse_ptr, &params, nullptr)
@@ -213,7 +224,7 @@ class Runner {
     cuda_check(cudaDeviceSynchronize(), "fa3_forward");
 
     r.o_bits.resize(out_elems);
-    out.download(r.o_bits.data(), out_elems * 2);
+    (packed_o ? inputs : out).download(r.o_bits.data(), out_elems * 2);
     std::vector<float> lse_out(static_cast<size_t>(B * H * Sq));
     lse.download(lse_out.data(), lse_out.size() * 4);
 
@@ -221,7 +232,10 @@ class Runner {
       for (int64_t b = 0; b < B; ++b)
         for (int64_t s2 = 0; s2 < Sq; ++s2)
           for (int64_t x = 0; x < 64; ++x)
-            r.touched_padding += r.o_bits[po.index(b, s2, H - 1) + D + x] != 0xffff;
+            r.written_outside_o += r.o_bits[po.index(b, s2, H - 1) + D + x] != 0xffff;
+    if (packed_o)  // q, k and v's slots hold what was uploaded
+      for (size_t i = 0; i < in_elems; ++i)
+        r.written_outside_o += static_cast<int64_t>(i) % (4 * H * D) < 3 * H * D && r.o_bits[i] != image[i];
     if (!c.with_lse)
       for (float x : lse_out) r.unwritten_lse += !std::isnan(x);  // must stay poisoned
 
@@ -284,7 +298,7 @@ void check_outcome(const Outcome& r) {
   CAPTURE(r.err_o, r.plain_err_o, r.err_lse, r.plain_err_lse);
   CHECK(r.unwritten_o == 0);
   CHECK(r.unwritten_lse == 0);
-  CHECK(r.touched_padding == 0);
+  CHECK(r.written_outside_o == 0);
   CHECK(r.err_o <= 2 * r.plain_err_o + 1e-5);
   CHECK(r.err_lse <= kLseBound);
 }
@@ -299,7 +313,7 @@ const Shape kShapes[] = {
     {1, 1, 1, 2, 2, Layout::Contiguous},
     {2, 17, 17, 4, 2, Layout::Contiguous},       // GQA 2
     {2, 200, 300, 6, 2, Layout::Contiguous},     // GQA 3: a divisor that is not a power of 2
-    {1, 127, 127, 8, 8, Layout::PackedQkv},
+    {1, 127, 127, 8, 8, Layout::PackedQkvo},    // o interleaved with q, k and v
     {3, 1000, 1000, 2, 2, Layout::PackedQkv},    // packed QKV strides, batch 3
     {1, 113, 1000, 8, 8, Layout::HeadsMajor},    // seqlen_q < seqlen_k
     {2, 1000, 113, 2, 1, Layout::Contiguous},    // seqlen_q > seqlen_k: causal rows with no key

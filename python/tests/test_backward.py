@@ -45,6 +45,26 @@ def device(seeded: torch.device) -> torch.device:
     return seeded
 
 
+@pytest.fixture(autouse=True)
+def new_gradients_start_as_nan(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every gradient the binding allocates here (fa3.backward without dq, dk or dv, and so
+    fa3.attention's backward) starts as NaN, as the caller's given ones do: torch.empty alone
+    would hand back stale memory that may hold a right answer. Returns the names allocated."""
+    allocate = fa3.api._gradient_output
+    allocated: list[str] = []
+
+    def allocate_poisoned(torch_: Any, name: str, given: Optional[torch.Tensor],
+                          like: torch.Tensor) -> torch.Tensor:
+        tensor = allocate(torch_, name, given, like)
+        if given is None:
+            tensor.fill_(float("nan"))
+            allocated.append(name)
+        return tensor
+
+    monkeypatch.setattr(fa3.api, "_gradient_output", allocate_poisoned)
+    return allocated
+
+
 # ---- helpers --------------------------------------------------------------------------
 
 
@@ -313,6 +333,7 @@ ATTENTION_CASES = {
 @pytest.mark.parametrize("case", list(ATTENTION_CASES), ids=list(ATTENTION_CASES))
 def test_attention_gradients_are_backwards_bit_for_bit(device: torch.device,
                                                        gradient_report: Record,
+                                                       new_gradients_start_as_nan: list[str],
                                                        case: str) -> None:
     batch, seqlen_q, seqlen_k, heads, heads_kv, head_dim, dtype, causal, scale = \
         ATTENTION_CASES[case]
@@ -322,6 +343,7 @@ def test_attention_gradients_are_backwards_bit_for_bit(device: torch.device,
     assert out.requires_grad and out.grad_fn is not None
     dout = torch.randn_like(out)
     grads = torch.autograd.grad(out, (q, k, v), dout)
+    assert new_gradients_start_as_nan == list(NAMES), "the backward's gradients were not poisoned"
     direct_out, direct = direct_gradients(q, k, v, dout, causal, scale)
     assert torch.equal(out.detach(), direct_out), "attention's output is not forward's"
     assert_same_bits(grads, direct, "fa3.attention against fa3.backward")

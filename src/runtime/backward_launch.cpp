@@ -7,7 +7,7 @@
 #include <string>
 
 #include "runtime/forward_launch.h"
-#include "runtime/forward_problem.h"  // tensor_rules::check_layout
+#include "runtime/tensor_rules.h"
 
 namespace fa3 {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <string>
 
-#include "runtime/forward_problem.h"
+#include "runtime/tensor_rules.h"
 
 namespace fa3 {
 
@@ -24,8 +24,6 @@ constexpr int64_t kSmallestKeyBlock = 64;
 // fa3_backward_workspace_size reports a size_t; a workspace of 2^63 bytes or more is no
 // allocation a device can make, and its offsets would wrap.
 constexpr Int128 kMaxWorkspaceBytes = static_cast<Int128>(INT64_MAX);
-
-Int128 address(const void* p) { return static_cast<Int128>(reinterpret_cast<uintptr_t>(p)); }
 
 // o, dq, dk and dv may not be TMA tensors (dk and dv go by TMA only where their layout
 // allows it, o is read 16 bytes at a time only where aligned): the kernels' fallback reads
@@ -101,138 +99,7 @@ WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t he
   return w;
 }
 
-// A contiguous byte buffer as a tensor of 2-byte elements (one row), for element_sharing.
-fa3_tensor as_row(const void* data, Int128 bytes) {
-  fa3_tensor t{};
-  t.data = const_cast<void*>(data);
-  t.dtype = FA3_F16;
-  t.batch = t.seqlen = t.heads = 1;
-  t.head_dim = static_cast<int64_t>(bytes / 2);
-  return t;
-}
-
-Error sharing_error(Sharing s, const char* a, const char* b, const char* rule) {
-  if (s == Sharing::Some)
-    return invalid(std::string(a) + " overlaps " + b + " in memory: " + rule);
-  return invalid(std::string(a) + " and " + b +
-                 " may share memory: their byte ranges interleave, and fa3 tells elements apart "
-                 "only for views with the same strides (such as views of one packed buffer); " +
-                 rule);
-}
-
-Int128 floor_div(Int128 a, Int128 b) {  // b > 0
-  Int128 q = a / b;
-  if (a % b != 0 && a < 0) --q;
-  return q;
-}
-Int128 ceil_div(Int128 a, Int128 b) { return -floor_div(-a, b); }
-
-struct Axis {
-  Int128 stride;
-  int64_t a_size, b_size;
-};
-
-// Innermost (smallest stride) first; at most three axes.
-void sort_by_stride(Axis* axes, int count) {
-  for (int i = 1; i < count; ++i)
-    for (int j = i; j > 0 && axes[j].stride < axes[j - 1].stride; --j)
-      std::swap(axes[j], axes[j - 1]);
-}
-
-// Whether delta = sum over axes 0..level of y_i * stride_i + e has a solution with y_i in
-// [-(b_size - 1), a_size - 1] and the rest in [lowest[level], highest[level]] (see
-// element_sharing). Each axis admits the y whose remainder fits below it; where the strides
-// nest (each one at least the extent inside it) those are at most two.
-Sharing solve(const Axis* axes, const Int128* lowest, const Int128* highest, int level,
-              Int128 delta) {
-  if (level < 0) return lowest[0] <= delta && delta <= highest[0] ? Sharing::Some : Sharing::None;
-  const Axis& a = axes[level];
-  const Int128 y_min =
-      std::max<Int128>(-(a.b_size - 1), ceil_div(delta - highest[level], a.stride));
-  const Int128 y_max =
-      std::min<Int128>(a.a_size - 1, floor_div(delta - lowest[level], a.stride));
-  if (y_max - y_min + 1 > 4) return Sharing::Unknown;
-  Sharing result = Sharing::None;
-  for (Int128 y = y_min; y <= y_max; ++y) {
-    const Sharing s = solve(axes, lowest, highest, level - 1, delta - y * a.stride);
-    if (s == Sharing::Some) return s;
-    if (s == Sharing::Unknown) result = s;
-  }
-  return result;
-}
-
-// The dimensions of `t` that step (size > 1), innermost first; false when they do not nest
-// (a stride below the extent of what lies inside it: elements may repeat).
-bool nested_axes(const fa3_tensor& t, Axis* axes, int* count) {
-  *count = 0;
-  for (const Dim& d : outer_dims(t))
-    if (d.size > 1) axes[(*count)++] = {d.stride, d.size, d.size};
-  sort_by_stride(axes, *count);
-  Int128 extent = t.head_dim;
-  for (int i = 0; i < *count; ++i) {
-    if (axes[i].stride < extent) return false;
-    extent += static_cast<Int128>(axes[i].a_size - 1) * axes[i].stride;
-  }
-  return true;
-}
-
-// The smallest element offset >= x of a tensor with nested axes 0..level (head_dim columns
-// innermost), or -1 when there is none. Along a nested axis, the elements at y * stride + (the
-// inner ones) all lie below (y + 1) * stride, so the first candidate is in block floor(x /
-// stride), else at the start of the next block.
-Int128 next_element(const Axis* axes, int level, int64_t head_dim, Int128 x) {
-  if (x <= 0) return 0;
-  if (level < 0) return x < head_dim ? x : -1;
-  const Axis& a = axes[level];
-  const Int128 y = std::min<Int128>(x / a.stride, a.a_size - 1);
-  const Int128 inner = next_element(axes, level - 1, head_dim, x - y * a.stride);
-  if (inner >= 0) return y * a.stride + inner;
-  return y + 1 < a.a_size ? (y + 1) * a.stride : -1;
-}
-
 }  // namespace
-
-Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b) {
-  if (!overlaps(byte_range(a, 2), byte_range(b, 2))) return Sharing::None;
-  const Int128 delta_bytes = address(b.data) - address(a.data);
-  if (delta_bytes % 2 != 0) return Sharing::Unknown;
-  // One of them a single run of elements (lse, a workspace, one row): whether the other has an
-  // element inside it, exactly when the other's dimensions nest.
-  const bool a_is_run = a.batch == 1 && a.seqlen == 1 && a.heads == 1;
-  const bool b_is_run = b.batch == 1 && b.seqlen == 1 && b.heads == 1;
-  if (a_is_run || b_is_run) {
-    const fa3_tensor& run = a_is_run ? a : b;
-    const fa3_tensor& other = a_is_run ? b : a;
-    Axis nested[3];
-    int levels = 0;
-    if (nested_axes(other, nested, &levels)) {
-      const Int128 start = (address(run.data) - address(other.data)) / 2;  // in other's elements
-      const Int128 next = next_element(nested, levels - 1, other.head_dim, start);
-      return next >= 0 && next < start + run.head_dim ? Sharing::Some : Sharing::None;
-    }
-  }
-  // Element (x, c) of a (x: batch, seq, head indices; c: column) sits at sum x_i s_i + c from
-  // a.data, element (x', c') of b at delta + sum x'_i s_i + c'. They coincide when delta =
-  // sum y_i s_i + e, with y_i = x_i - x'_i and e = c - c' in [-(b.head_dim - 1), a.head_dim - 1].
-  Axis axes[3];
-  int count = 0;
-  const auto da = outer_dims(a), db = outer_dims(b);
-  for (int i = 0; i < 3; ++i) {
-    if (da[i].size == 1 && db[i].size == 1) continue;
-    if (da[i].size > 1 && db[i].size > 1 && da[i].stride != db[i].stride) return Sharing::Unknown;
-    axes[count++] = {da[i].size > 1 ? da[i].stride : db[i].stride, da[i].size, db[i].size};
-  }
-  sort_by_stride(axes, count);
-  // lowest[i], highest[i]: what the axes below i and the columns can add up to.
-  Int128 lowest[4], highest[4];
-  lowest[0] = -(b.head_dim - 1);
-  highest[0] = a.head_dim - 1;
-  for (int i = 0; i < count; ++i) {
-    lowest[i + 1] = lowest[i] - static_cast<Int128>(axes[i].b_size - 1) * axes[i].stride;
-    highest[i + 1] = highest[i] + static_cast<Int128>(axes[i].a_size - 1) * axes[i].stride;
-  }
-  return solve(axes, lowest, highest, count - 1, delta_bytes / 2);
-}
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
   return workspace_regions<size_t>(prob.batch, prob.heads, prob.heads_kv, prob.seqlen_q,

@@ -85,10 +85,4 @@ Error select_backward_kernel(const TuningTable& table, const std::vector<KernelI
 Error select_backward_kernel(const std::vector<KernelInfo>& kernels, const BackwardProblem& prob,
                              const KernelInfo** out);
 
-// Whether two tensors of 2-byte elements share an element. Exact where every dimension that
-// both step along has one stride in both (views of one packed buffer, or equal layouts);
-// Unknown where fa3 cannot tell cheaply (different strides over interleaved byte ranges).
-enum class Sharing { None, Some, Unknown };
-Sharing element_sharing(const fa3_tensor& a, const fa3_tensor& b);
-
 }  // namespace fa3

@@ -2,13 +2,12 @@
 // tested without a GPU. Every rule an argument can break has its own sentence naming it.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <string>
 
 #include "fa3/fa3.h"
 #include "kernels/fwd_config.h"
 #include "runtime/error.h"
+#include "runtime/tensor_rules.h"
 
 namespace fa3 {
 
@@ -19,10 +18,6 @@ struct ForwardProblem {
   float softmax_scale = 0;  // the effective scale (p->softmax_scale or 1/sqrt(head_dim))
   int64_t batch = 0, seqlen_q = 0, seqlen_k = 0, heads = 0, heads_kv = 0;
 };
-
-// The largest sequence length, head count and batch fa3 accepts: kernels index rows with
-// 32-bit integers and the grid has at most 2^31 - 1 blocks.
-constexpr int64_t kMaxExtent = 2147483647;
 
 // Checks q, k, v and p alone (what choosing a kernel needs).
 Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* v,
@@ -36,71 +31,5 @@ Error check_forward(const fa3_tensor* q, const fa3_tensor* k, const fa3_tensor* 
 
 // Whether a compiled forward kernel can run this problem (dtype, head_dim, causal).
 bool fwd_config_fits(const FwdConfig& c, const ForwardProblem& problem);
-
-// The rules on one tensor descriptor that the forward's and the backward's checks share, with
-// the forward's sentences. No heap allocation on the success path: the checks run on every call.
-namespace tensor_rules {
-
-using Int128 = __int128;
-
-Error invalid(const std::string& message);  // FA3_ERR_INVALID_ARGUMENT
-std::string num(int64_t v);
-std::string pointer_text(const void* p);
-const char* dtype_text(fa3_dtype d);  // "FA3_BF16"
-
-struct Dim {
-  const char* name;  // "batch", "seqlen", "heads"
-  int64_t size;
-  int64_t stride;    // elements
-  const char* stride_name;
-};
-std::array<Dim, 3> outer_dims(const fa3_tensor& t);
-
-// Byte range [first, last] the tensor's elements occupy (strides positive where size > 1).
-struct ByteRange {
-  Int128 first, last;
-};
-ByteRange byte_range(const fa3_tensor& t, int64_t element_bytes);
-bool overlaps(const ByteRange& a, const ByteRange& b);
-
-// batch, seqlen and heads in [1, kMaxExtent].
-Error check_sizes(const fa3_tensor& t, const char* name);
-// TMA's rules (cuTensorMapEncodeTiled): 16-byte aligned base, strides positive multiples of
-// 16 bytes below 2^40. A dimension of size 1 is never stepped along, so its stride is free.
-Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes);
-// No two elements of an output may share memory: the kernels write every element exactly
-// once, in parallel.
-Error check_no_self_overlap(const fa3_tensor& t, const char* name);
-// The fields of fa3_params both directions read (p may be NULL: the defaults): causal 0 or
-// 1, softmax_scale finite and >= 0; *causal and *scale (0 -> 1/sqrt(head_dim)) on success.
-// Reads nothing past softmax_scale and causal (callers built against the first, shorter
-// fa3_params pass it to fa3_forward).
-Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal, float* scale);
-// "<t_name>-><field> (t_value) must equal <ref_name>-><field> (ref_value)"
-Error check_same(const char* field, const char* t_name, int64_t t_value, const char* ref_name,
-                 int64_t ref_value);
-// The shape fields a ForwardProblem and a BackwardProblem share, from the checked q and k.
-template <class Problem>
-void set_problem_shape(const fa3_tensor& q, const fa3_tensor& k, Problem* prob) {
-  prob->dtype = q.dtype == FA3_BF16 ? DType::BF16 : DType::F16;
-  prob->head_dim = static_cast<int>(q.head_dim);
-  prob->batch = q.batch;
-  prob->seqlen_q = q.seqlen;
-  prob->seqlen_k = k.seqlen;
-  prob->heads = q.heads;
-  prob->heads_kv = k.heads;
-}
-
-// The descriptor and its data are not NULL.
-Error check_present(const fa3_tensor* t, const char* name);
-// t's dtype is q's.
-Error check_dtype(const fa3_tensor& t, const char* name, const fa3_tensor& q);
-// batch, seqlen, heads and head_dim of `t` equal those of `ref`.
-Error check_shape(const fa3_tensor& t, const char* name, const fa3_tensor& ref,
-                  const char* ref_name);
-// The bytes of the fp32 (batch, heads, seqlen_q) LSE of q's problem.
-Int128 lse_bytes(const fa3_tensor& q);
-
-}  // namespace tensor_rules
 
 }  // namespace fa3
