@@ -182,6 +182,16 @@ def test_views_into_a_packed_qkv_tensor(seeded: torch.device, error_report: Reco
     assert torch.equal(out, contiguous), "a strided view must give the same bits"
 
 
+def test_output_as_a_fourth_view_of_the_packed_tensor(seeded: torch.device,
+                                                      error_report: Record) -> None:
+    packed = randn(2, 200, 4, 4, 128, dtype=torch.bfloat16, device=seeded)
+    packed[:, :, 3] = float("nan")
+    inputs = packed[:, :, :3].clone()
+    q, k, v, out = packed.unbind(dim=2)
+    check_against_references(q, k, v, True, error_report, out=out)
+    assert torch.equal(packed[:, :, :3], inputs), "o must leave q, k and v untouched"
+
+
 def test_heads_first_storage_viewed_as_sequence_first(seeded: torch.device,
                                                       error_report: Record) -> None:
     q, k, v = (randn(2, 4, 190, 64, dtype=torch.float16, device=seeded).transpose(1, 2)

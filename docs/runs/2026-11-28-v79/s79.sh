@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# v79: the host-path and test changes of this session on the GPU (no kernel changed: all 64
+# cubins are the bytes of v77's library).
+#   a: every [gpu] test but [large] (the forward's shapes now with o in a packed q/k/v/o
+#      buffer), then the Python suite (gradients the binding allocates now poisoned).
+#   b: the [large] tests (a new one: K and V past 2^31 elements), then whether the captured
+#      torch.autograd.grad(..., dout) form fails for PyTorch's own attention too.
+set -u
+. docs/runs/gpu_run.sh
+gpu_run_header build/libfa3.so build/fa3_tests
+case ${1:-a} in
+  a)
+    step tests 450 build/fa3_tests '[gpu]~[large]'
+    step python 90 tools/run_python_tests.sh -q ;;
+  b)
+    step large 300 build/fa3_tests '[gpu][large]'
+    step graph_grad_form 200 env FA3_LIBRARY="$PWD/build/libfa3.so" PYTHONPATH=python \
+      python3 docs/runs/2026-11-28-v79/graph_grad_form.py ;;
+esac
