@@ -182,7 +182,10 @@ class Runner {
       pq = views;
       pk = views; pk.offset = H * D;
       pv = views; pv.offset = 2 * H * D;
-      po = views; po.offset = 3 * H * D;
+      if (packed_o) {
+        po = views;
+        po.offset = 3 * H * D;
+      }
       in_elems = static_cast<size_t>(B * Sq * slots * H * D);
     } else if (c.layout == Layout::HeadsMajor) {
       pq = heads_major(Sq, H, D); pk = heads_major(Sk, Hk, D); pv = pk; po = pq;
