@@ -9,6 +9,7 @@ FORM = r'''
 import sys, torch, fa3
 attention = sys.argv[1]
 dout_where = sys.argv[2]
+eager_first = sys.argv[3] == "eager-first"
 dev = torch.device("cuda")
 q, k, v = (torch.randn(2, 700, 4, 128, dtype=torch.bfloat16, device=dev).requires_grad_()
            for _ in range(3))
@@ -22,6 +23,8 @@ def fn(q, k, v):
 side = torch.cuda.Stream(dev)
 if dout_where == "outside":
     dout = torch.randn(2, 700, 4, 128, dtype=torch.bfloat16, device=dev)
+if eager_first:  # v78's first form: an eager call on the default stream before the warm-up
+    torch.autograd.grad(fn(q, k, v), (q, k, v), dout)
 side.wait_stream(torch.cuda.current_stream(dev))
 with torch.cuda.stream(side):
     if dout_where == "side":
@@ -37,11 +40,12 @@ torch.cuda.synchronize()
 print("OK")
 '''
 
-for attention in ("sdpa", "fa3"):
-    for dout_where in ("outside", "side"):
-        r = subprocess.run([sys.executable, "-c", FORM, attention, dout_where],
-                           capture_output=True, text=True, timeout=120)
-        last = (r.stdout.strip().splitlines() or [""])[-1]
-        err = [line for line in r.stderr.strip().splitlines() if line.strip()]
-        print(f"{attention:4s} dout made {dout_where:7s}: rc={r.returncode} "
-              f"{last if r.returncode == 0 else (err[-1] if err else '?')}", flush=True)
+forms = [(a, d, "no-eager") for a in ("sdpa", "fa3") for d in ("outside", "side")]
+forms += [(a, "outside", "eager-first") for a in ("sdpa", "fa3")]
+for attention, dout_where, eager in forms:
+    r = subprocess.run([sys.executable, "-c", FORM, attention, dout_where, eager],
+                       capture_output=True, text=True, timeout=120)
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    err = [line for line in r.stderr.strip().splitlines() if line.strip()]
+    print(f"{attention:4s} dout made {dout_where:7s} {eager:11s}: rc={r.returncode} "
+          f"{last if r.returncode == 0 else (err[-1] if err else '?')}", flush=True)

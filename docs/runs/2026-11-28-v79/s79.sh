@@ -5,6 +5,7 @@
 #      buffer), then the Python suite (gradients the binding allocates now poisoned).
 #   b: the [large] tests (a new one: K and V past 2^31 elements), then whether the captured
 #      torch.autograd.grad(..., dout) form fails for PyTorch's own attention too.
+#   c: those forms and two more, with an eager call on the default stream first.
 set -u
 . docs/runs/gpu_run.sh
 gpu_run_header build/libfa3.so build/fa3_tests
@@ -15,5 +16,8 @@ case ${1:-a} in
   b)
     step large 300 build/fa3_tests '[gpu][large]'
     step graph_grad_form 200 env FA3_LIBRARY="$PWD/build/libfa3.so" PYTHONPATH=python \
+      python3 docs/runs/2026-11-28-v79/graph_grad_form.py ;;
+  c)  # the graph forms again, with v78's eager call on the default stream first
+    step graph_grad_form 250 env FA3_LIBRARY="$PWD/build/libfa3.so" PYTHONPATH=python \
       python3 docs/runs/2026-11-28-v79/graph_grad_form.py ;;
 esac
