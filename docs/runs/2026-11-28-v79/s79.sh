@@ -6,6 +6,7 @@
 #   b: the [large] tests (a new one: K and V past 2^31 elements), then whether the captured
 #      torch.autograd.grad(..., dout) form fails for PyTorch's own attention too.
 #   c: those forms and two more, with an eager call on the default stream first.
+#   d: v78's failing Python graph test, alone and in its file.
 set -u
 . docs/runs/gpu_run.sh
 gpu_run_header build/libfa3.so build/fa3_tests
@@ -20,4 +21,13 @@ case ${1:-a} in
   c)  # the graph forms again, with v78's eager call on the default stream first
     step graph_grad_form 250 env FA3_LIBRARY="$PWD/build/libfa3.so" PYTHONPATH=python \
       python3 docs/runs/2026-11-28-v79/graph_grad_form.py ;;
+  d)  # v78's failing test file (commit 7db1639's, kept here) in pytest: its graph tests
+      # alone, then the whole file
+    cp python/tests/test_backward.py /tmp/test_backward_now.py
+    cp docs/runs/2026-11-28-v79/test_backward_7db1639.py python/tests/test_backward.py
+    step v78_graph_alone 120 env FA3_LIBRARY="$PWD/build/libfa3.so" \
+      python3 -m pytest -q -p no:cacheprovider python/tests/test_backward.py -k cuda_graph
+    step v78_file 200 env FA3_LIBRARY="$PWD/build/libfa3.so" \
+      python3 -m pytest -q -p no:cacheprovider python/tests/test_backward.py
+    cp /tmp/test_backward_now.py python/tests/test_backward.py ;;
 esac
