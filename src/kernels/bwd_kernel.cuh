@@ -895,10 +895,10 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     // Lines 21 and 23, transposed: S^T = K_j Q_i^T and dP^T = V_j dO_i^T (keys as M).
     float s[Tr::kSAcc], dp[Tr::kSAcc];
     const int a_row0 = Tr::kKvSplitHeadDim ? 0 : 64 * wg;
-    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+    tile::warpgroup_gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         s, k_tile, a_row0, sm.q_stage(st.index) + s_col0 * 128);
     if constexpr (Tr::kSplitQdo) tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
-    tile::gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
+    tile::warpgroup_gemm_ss_abt<Tr::kMma, Tr::kSCols, typename Tr::KVTile, typename Tr::QTile>(
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
     // The last step's dQ part, staged at its end (BwdConfig::dq_publish_next_step).
     if constexpr (Tr::kDqPublishNextStep)
@@ -953,7 +953,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       tile::warpgroup_store_packed<typename Tr::DsTile, Tr::kSCols>(p_frag, sm.p_tile(ds_stage), 0,
                                                                     s_col0, t_wg);
     else  // Line 26: dV_j += P^T dO_i (A from registers).
-      tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
+      tile::warpgroup_gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dv, p_frag, sm.do_stage(st.index));
     ptx::fence_proxy_async_shared();  // generic-proxy stores -> wgmma (async proxy) reads
     if (Tr::kSharedDs)
       ptx::named_barrier_sync(kBwdBarrierDsAll, 128 * Tr::kConsumers);
@@ -969,12 +969,12 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       static_assert(Tr::kSplitQdo, "_kvh tiles leave room for one stage: Q_i, dO_i apart");
       static_assert(!Tr::kDqPublishNextStep, "_kvh publishes its dQ part in its own step");
       static_assert(!Tr::kPersistent, "_kvh is written for one tile a CTA (K_j, V_j never released)");
-      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+      tile::warpgroup_gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dk, ds, 0, sm.q_stage(st.index) + slice, tile::Accumulate::Yes);
-      tile::gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
+      tile::warpgroup_gemm_ss_ab<Tr::kMma, Tr::kKvCols, typename Tr::DsTile, typename Tr::QSlice>(
           dv, sm.p_tile(ds_stage), 0, sm.do_stage(st.index) + slice, tile::Accumulate::Yes);
       // Line 28: its 128 columns of dQ_i = dS K_j.
-      tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+      tile::warpgroup_gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
           dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
       ptx::wgmma_wait_group<2>();  // dK
       tile::pin_registers(dk);
@@ -991,24 +991,24 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
     } else {
       // Line 28: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
-      // (One wgmma M block: gemm_ss_atbt's accumulators are per M block.)
+      // (One wgmma M block: warpgroup_gemm_ss_atbt's accumulators are per M block.)
       float dq_blocks[1][Tr::kDqAcc];
       float (&dq)[Tr::kDqAcc] = dq_blocks[0];
       if constexpr (Tr::kDqTransposed)  // dQ_i^T: its 64 head-dim rows x all block_m queries
-        tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::DsTile, 1>(
+        tile::warpgroup_gemm_ss_atbt<Tr::kMma, Tr::kBlockM, typename Tr::KVTile, typename Tr::DsTile, 1>(
             dq_blocks, sm.k, 64 * wg, ds, tile::Accumulate::No);
       else if constexpr (Tr::kDqSplit == DqSplit::HeadDim)
-        tile::gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
+        tile::warpgroup_gemm_ss_atb<Tr::kMma, Tr::kDqCols, typename Tr::DsTile, typename Tr::KSlice>(
             dq, ds, 0, sm.k + (Tr::kDqCols / 64) * wg * Tr::KVTile::kChunkBytes, tile::Accumulate::No);
       else if constexpr (Tr::kDqSplit == DqSplit::Queries)
-        tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
+        tile::warpgroup_gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsTile, typename Tr::KVTile>(
             dq, ds, dq_row0, k_tile, tile::Accumulate::No);
       else
-        tile::gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
+        tile::warpgroup_gemm_ss_atb<Tr::kMma, Tr::kHeadDim, typename Tr::DsRows, typename Tr::KVTile, 64>(
             dq, ds + wg * Tr::kBytesOf64Rows, 0, sm.k + wg * Tr::kBytesOf64Rows,
             tile::Accumulate::No);
       // Line 27: dK_j += dS^T Q_i.
-      tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
+      tile::warpgroup_gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::QTile>(dk, ds_frag, sm.q_stage(st.index));
       ptx::wgmma_wait_group<1>();  // dV and dQ
       tile::pin_registers(dv);
       tile::pin_registers(dq);
@@ -1132,10 +1132,10 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
                         __uint_as_float(ptx::ld_shared_u32(lse + 4 * (row + 8)))};
     // Lines 21 and 23: S = Q_i K_j^T and dP = dO_i V_j^T, its keys as N.
     float s[kKeys / 2], dp[kKeys / 2];
-    tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
+    tile::warpgroup_gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
         s, sm.q_stage(st.index), 0, sm.k + key_row0 * 128);
     tile::mbarrier_wait(sm.do_full_bar(st.index), st.phase);
-    tile::gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
+    tile::warpgroup_gemm_ss_abt<Tr::kMma, kKeys, typename Tr::QTile, typename Tr::KVTile>(
         dp, sm.do_stage(st.index), 0, sm.v + key_row0 * 128);
     // Line 24's mask, per row half h: the last key its query sees (past seqlen_k: none;
     // causal, bottom-right aligned: query + seqlen_k - seqlen_q), as a column offset from
@@ -1183,7 +1183,7 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
     // second piece's GEMM only once the first is staged: both pieces' accumulators next to
     // dK^T and dV^T would not fit the registers.
     auto dq_gemm = [&](float(&dq)[Tr::kDqPieceCols / 2], int c) {
-      tile::gemm_ss_atb<Tr::kMma, Tr::kDqPieceCols, typename Tr::DsTile, typename Tr::KSlice>(
+      tile::warpgroup_gemm_ss_atb<Tr::kMma, Tr::kDqPieceCols, typename Tr::DsTile, typename Tr::KSlice>(
           dq, sm.ds_tile(0), 0, sm.k + (kv_col0 / 64 + c) * Tr::KVTile::kChunkBytes,
           tile::Accumulate::No);
     };
@@ -1198,9 +1198,9 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
     };
     static_assert(kPiecesPerWg == 2, "two dQ pieces a warpgroup");
     float dq[Tr::kDqPieceCols / 2];
-    tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
+    tile::warpgroup_gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
         dk, sm.q_stage(st.index), kv_col0, sm.ds_tile(0), tile::Accumulate::Yes);
-    tile::gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
+    tile::warpgroup_gemm_ss_atbt<Tr::kMma, Tr::kBlockN, typename Tr::QTile, typename Tr::DsTile, kMBlocks>(
         dv, sm.do_stage(st.index), kv_col0, sm.p_tile(0), tile::Accumulate::Yes);
     dq_gemm(dq, 0);
     ptx::wgmma_wait_group<2>();  // dK

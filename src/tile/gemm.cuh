@@ -20,7 +20,7 @@ enum class Accumulate : uint32_t { No = 0, Yes = 1 };
 // acc (64 x N) = A (64 x K) * B^T, with A = rows [a_row0, +64) of tile ATile and B = the first
 // N rows of tile BTile, both K-major in shared memory (S = Q K^T: K is the head dimension).
 template <ptx::MmaType T, int N, class ATile, class BTile>
-__device__ __forceinline__ void gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base, int a_row0,
+__device__ __forceinline__ void warpgroup_gemm_ss_abt(float (&acc)[N / 2], uint32_t a_base, int a_row0,
                                             uint32_t b_base) {
   static_assert(ATile::kCols == BTile::kCols, "A and B share the K extent");
   static_assert(BTile::kRows >= N, "B supplies the N columns of the product");
@@ -50,7 +50,7 @@ __device__ __forceinline__ void pin_a_operands(uint32_t (&a)[AllSteps][4]) {
 // load_a_operands) and B the first N rows of tile BTile, K-major in shared memory (S = Q K^T
 // with Q in registers; the FP8 O += P V with B = V^T, from AOperands below).
 template <ptx::MmaType T, int N, class BTile, int K>
-__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2],
+__device__ __forceinline__ void warpgroup_gemm_rs_abt(float (&acc)[N / 2],
                                             uint32_t (&a)[K / ptx::wgmma_k(T)][4],
                                             uint32_t b_base) {
   static_assert(BTile::kCols == K, "A and B share the K extent");
@@ -66,10 +66,10 @@ __device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2],
   ptx::wgmma_commit_group();
 }
 
-// gemm_rs_abt with typed A operands (acc_to_a, warpgroup_load_a_operands), the type taken
+// warpgroup_gemm_rs_abt with typed A operands (acc_to_a, warpgroup_load_a_operands), the type taken
 // from them; `accumulate` adds to acc (the FP8 O += P V) instead of overwriting it.
 template <int N, class BTile, class Elem, int K>
-__device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], AOperands<Elem, K>& a,
+__device__ __forceinline__ void warpgroup_gemm_rs_abt(float (&acc)[N / 2], AOperands<Elem, K>& a,
                                             uint32_t b_base,
                                             Accumulate accumulate = Accumulate::No) {
   constexpr ptx::MmaType T = Elem::kMma;
@@ -91,7 +91,7 @@ __device__ __forceinline__ void gemm_rs_abt(float (&acc)[N / 2], AOperands<Elem,
 // OnesCols: the product is that many columns wider, read from the 128-byte column chunk that
 // follows the tile; filled with ones, they get A's row sums (Config::row_sum_mma).
 template <ptx::MmaType T, int N, class BTile, int K = BTile::kRows, int OnesCols = 0>
-__device__ __forceinline__ void gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
+__device__ __forceinline__ void warpgroup_gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
                                            uint32_t (&a)[BTile::kRows / 16][4],
                                            uint32_t b_base) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
@@ -111,7 +111,7 @@ __device__ __forceinline__ void gemm_rs_ab(float (&acc)[(N + OnesCols) / 2],
 // shared memory. The backward's dQ = dS K with dS staged in shared memory (paper Algorithm 3
 // line 28). 16-bit only (MN-major B).
 template <ptx::MmaType T, int N, class ATile, class BTile>
-__device__ __forceinline__ void gemm_ss_ab(float (&acc)[N / 2], uint32_t a_base, int a_row0,
+__device__ __forceinline__ void warpgroup_gemm_ss_ab(float (&acc)[N / 2], uint32_t a_base, int a_row0,
                                            uint32_t b_base, Accumulate accumulate) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
   static_assert(ATile::kCols <= BTile::kRows, "B has a row for every k of A");
@@ -134,7 +134,7 @@ __device__ __forceinline__ void gemm_ss_ab(float (&acc)[N / 2], uint32_t a_base,
 // 26-27; the paper's RS form needs S computed transposed, as K Q^T, so that the accumulator
 // already holds P^T). 16-bit only.
 template <ptx::MmaType T, int N, class ATile, class BTile, int K = ATile::kRows>
-__device__ __forceinline__ void gemm_ss_atb(float (&acc)[N / 2], uint32_t a_base, int a_col0,
+__device__ __forceinline__ void warpgroup_gemm_ss_atb(float (&acc)[N / 2], uint32_t a_base, int a_col0,
                                             uint32_t b_base, Accumulate accumulate) {
   static_assert(BTile::kCols == N, "B supplies all N columns of the product");
   static_assert(K % 16 == 0 && K <= ATile::kRows && K <= BTile::kRows,
@@ -153,13 +153,13 @@ __device__ __forceinline__ void gemm_ss_atb(float (&acc)[N / 2], uint32_t a_base
 
 // acc[mb] (64 x N) (+)= A^T (64 x K) * B^T for each of MBlocks wgmma M blocks, one group:
 // A^T = columns [a_col0 + 64 mb, +64) of tile ATile read down its K rows (trans-a, as
-// gemm_ss_atb), B = the first N rows of tile BTile, K-major (as gemm_ss_abt). The backward's
+// warpgroup_gemm_ss_atb), B = the first N rows of tile BTile, K-major (as warpgroup_gemm_ss_abt). The backward's
 // dV^T = dO^T P and dK^T = Q^T dS of the _kvt kernels, with P^T and dS^T stored as keys x
 // queries tiles: M = head-dim columns, N = keys, K = queries; the M blocks' wgmmas alternate
 // so that each k-step's B serves both. And (MBlocks 1) dQ^T = K^T dS^T of the _dqt kernels,
 // dS stored queries x keys: M = head-dim columns, N = queries, K = keys. 16-bit only.
 template <ptx::MmaType T, int N, class ATile, class BTile, int MBlocks>
-__device__ __forceinline__ void gemm_ss_atbt(float (&acc)[MBlocks][N / 2], uint32_t a_base,
+__device__ __forceinline__ void warpgroup_gemm_ss_atbt(float (&acc)[MBlocks][N / 2], uint32_t a_base,
                                              int a_col0, uint32_t b_base, Accumulate accumulate) {
   static_assert(ATile::kRows == BTile::kCols, "A's rows and B's columns are the K extent");
   static_assert(BTile::kRows >= N, "B supplies the N columns of the product");

@@ -99,7 +99,7 @@ __global__ void gemm_ss_kernel(const uint16_t* a, const uint16_t* b, float* c) {
   store_tile<BTile>(b_base, b);
   __syncthreads();
   float acc[N / 2];
-  fa3::tile::gemm_ss_abt<T, N, ATile, BTile>(acc, a_base, 0, b_base);
+  fa3::tile::warpgroup_gemm_ss_abt<T, N, ATile, BTile>(acc, a_base, 0, b_base);
   fa3::ptx::wgmma_wait_group<0>();
   fa3::tile::pin_registers(acc);
   store_accumulator<N>(acc, c);
@@ -123,7 +123,7 @@ __global__ void gemm_rs_kernel(const float* p, const uint16_t* v, float* o) {
   fa3::tile::acc_to_a_operands<T == MmaType::BF16, K>(p_acc, a);
   float acc[N / 2];
   fa3::tile::fill(acc, 0.0f);
-  fa3::tile::gemm_rs_ab<T, N, VTile>(acc, a, v_base);
+  fa3::tile::warpgroup_gemm_rs_ab<T, N, VTile>(acc, a, v_base);
   fa3::ptx::wgmma_wait_group<0>();
   fa3::tile::pin_registers(acc);
   store_accumulator<N>(acc, o);

@@ -214,11 +214,11 @@ __global__ void ldmatrix_gemm_kernel(const uint16_t* a, const uint16_t* t, const
   tile::warpgroup_load_a_operands<ATile>(a_ops, a_base, 64, threadIdx.x);
   tile::warpgroup_load_a_operands_transposed<TTile>(t_ops, t_base, 64, threadIdx.x);
   float acc[32];
-  tile::gemm_rs_abt<64, BTile>(acc, a_ops, b_base);
+  tile::warpgroup_gemm_rs_abt<64, BTile>(acc, a_ops, b_base);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<64>(acc, c1, threadIdx.x);
-  tile::gemm_rs_abt<64, BTile>(acc, t_ops, b_base);
+  tile::warpgroup_gemm_rs_abt<64, BTile>(acc, t_ops, b_base);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<64>(acc, c2, threadIdx.x);
@@ -235,7 +235,7 @@ __global__ void gemm_ss_e4m3_kernel(const uint8_t* a, const uint8_t* b, float* c
   store_tile_bytes<BTile>(b_base, b);
   __syncthreads();
   float acc[112];
-  tile::gemm_ss_abt<MmaType::E4M3, 224, ATile, BTile>(acc, a_base, 0, b_base);
+  tile::warpgroup_gemm_ss_abt<MmaType::E4M3, 224, ATile, BTile>(acc, a_base, 0, b_base);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<224>(acc, c, threadIdx.x);
@@ -253,7 +253,7 @@ __global__ void gemm_rs_e4m3_kernel(const float* p, const uint8_t* vt, float* o)
   tile::acc_to_a(p_acc, p_ops);
   float acc[32];
   tile::fill(acc, 0.0f);
-  tile::gemm_rs_abt<64, VtTile>(acc, p_ops, vt_base, tile::Accumulate::Yes);
+  tile::warpgroup_gemm_rs_abt<64, VtTile>(acc, p_ops, vt_base, tile::Accumulate::Yes);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<64>(acc, o, threadIdx.x);
@@ -276,7 +276,7 @@ __global__ void fp8_v_transpose_kernel(const float* p, const uint8_t* v, uint8_t
   tile::AOperands<tile::e4m3, 160> p_ops;
   tile::acc_to_a(p_acc, p_ops);
   float acc[64];
-  tile::gemm_rs_abt<128, VtTile>(acc, p_ops, vt_base);
+  tile::warpgroup_gemm_rs_abt<128, VtTile>(acc, p_ops, vt_base);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<128>(acc, o, threadIdx.x);
@@ -301,13 +301,13 @@ __global__ void backward_gemms_kernel(const uint16_t* p, const uint16_t* dout, c
   const int wg = threadIdx.x / 128, t = threadIdx.x % 128;
   float acc[32];
   load_accumulator<64>(acc, init + wg * 64 * 64, t);
-  tile::gemm_ss_atb<MmaType::BF16, 64, PTile, DOTile>(acc, p_base, 64 * wg, do_base,
+  tile::warpgroup_gemm_ss_atb<MmaType::BF16, 64, PTile, DOTile>(acc, p_base, 64 * wg, do_base,
                                                       tile::Accumulate::Yes);
   ptx::wgmma_wait_group<0>();
   tile::pin_registers(acc);
   store_accumulator<64>(acc, dv + wg * 64 * 64, t);
   if (wg == 0) {
-    tile::gemm_ss_ab<MmaType::F16, 64, DSTile, KTile>(acc, ds_base, 0, k_base,
+    tile::warpgroup_gemm_ss_ab<MmaType::F16, 64, DSTile, KTile>(acc, ds_base, 0, k_base,
                                                       tile::Accumulate::No);
     ptx::wgmma_wait_group<0>();
     tile::pin_registers(acc);

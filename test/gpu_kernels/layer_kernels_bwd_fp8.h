@@ -64,9 +64,9 @@ std::string run_fp8_v_transpose(const std::vector<float>& p, const std::vector<u
                                 std::vector<uint8_t>* vt, std::vector<float>* o);
 
 // The backward's SS GEMMs on two warpgroups:
-//   dv (128 x 64) = init + P^T dO (tile::gemm_ss_atb, bf16): p 64 x 128, dout 64 x 64,
+//   dv (128 x 64) = init + P^T dO (tile::warpgroup_gemm_ss_atb, bf16): p 64 x 128, dout 64 x 64,
 //     warpgroup w computing keys [64 w, 64 w + 64);
-//   dq (64 x 64) = dS K (tile::gemm_ss_ab, f16): ds 64 x 128, k 128 x 64.
+//   dq (64 x 64) = dS K (tile::warpgroup_gemm_ss_ab, f16): ds 64 x 128, k 128 x 64.
 std::string run_backward_gemms(const std::vector<uint16_t>& p, const std::vector<uint16_t>& dout,
                                const std::vector<float>& init, const std::vector<uint16_t>& ds,
                                const std::vector<uint16_t>& k, std::vector<float>* dv,

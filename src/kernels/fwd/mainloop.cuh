@@ -118,10 +118,10 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void issue_qk(float (&s)[Tr::kBlockN / 2],
                                            const tile::PipelineState<Tr::kStages>& st) {
     if constexpr (Tr::kQInRegisters)
-      tile::gemm_rs_abt<Tr::kMma, kKeys<Half>, typename Tr::KVTile, Tr::kHeadDim>(
+      tile::warpgroup_gemm_rs_abt<Tr::kMma, kKeys<Half>, typename Tr::KVTile, Tr::kHeadDim>(
           s_part<Half>(s), q_frags, sm.k_stage(st.index));
     else
-      tile::gemm_ss_abt<Tr::kMma, kKeys<Half>, typename Tr::QTile, typename Tr::KVTile>(
+      tile::warpgroup_gemm_ss_abt<Tr::kMma, kKeys<Half>, typename Tr::QTile, typename Tr::KVTile>(
           s_part<Half>(s), q_rows, 0, sm.k_stage(st.index));
   }
   // O += P V_j for the key block in V stage `st` (one committed wgmma group, not waited).
@@ -129,7 +129,7 @@ struct ConsumerMainloop {
   __device__ __forceinline__ void issue_pv(float (&o)[kOAcc],
                                            uint32_t (&p_frag)[Tr::kBlockN / 16][4],
                                            const tile::PipelineState<Tr::kStages>& st) const {
-    tile::gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>,
+    tile::warpgroup_gemm_rs_ab<Tr::kMma, Tr::kHeadDim, typename Tr::KVTile, kKeys<Half>,
                      SumByMma ? 8 : 0>(o, p_frag, sm.v_stage(st.index));
   }
   // Lines 18-19: for key block n_block, masks the scores (Mask: the block straddles the causal
