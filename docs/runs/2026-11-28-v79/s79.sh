@@ -7,6 +7,7 @@
 #      torch.autograd.grad(..., dout) form fails for PyTorch's own attention too.
 #   c: those forms and two more, with an eager call on the default stream first.
 #   d: v78's failing Python graph test, alone and in its file.
+#   e: the layer tests after a rename in tile/.
 set -u
 . docs/runs/gpu_run.sh
 gpu_run_header build/libfa3.so build/fa3_tests
@@ -30,4 +31,7 @@ case ${1:-a} in
     step v78_file 200 env FA3_LIBRARY="$PWD/build/libfa3.so" \
       python3 -m pytest -q -p no:cacheprovider python/tests/test_backward.py
     cp /tmp/test_backward_now.py python/tests/test_backward.py ;;
+  e)  # after tile/'s GEMMs were renamed (production cubins byte-identical): the layer tests,
+      # whose kernels fa3_tests compiles itself
+    step layers 200 build/fa3_tests '[gpu][layers]' ;;
 esac
