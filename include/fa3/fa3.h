@@ -65,9 +65,9 @@ fa3_status fa3_destroy(fa3_handle* h);
 /* O = softmax(scale * Q K^T) V, per (batch, head); K/V head of query head i is
  * i / (q->heads / k->heads) (GQA/MQA, no duplication). q, k, v, o: F16 or BF16, all the same;
  * head_dim 64, 128 or 256. o shares no element with q, k or v (it may be a view of one packed
- * buffer with them, e.g. (B, S, 4, H, D)); lse, if given, shares no memory with any. lse: NULL or fp32 (batch, heads, seqlen_q) contiguous, the natural
- * log-sum-exp of the scaled scores, within 1e-4 of float64; rows with nothing to attend get
- * O = 0 and LSE = -inf. Kernels that sum the softmax rows on the tensor cores (names with
+ * buffer with them, e.g. (B, S, 4, H, D)). lse: NULL or fp32 (batch, heads, seqlen_q)
+ * contiguous, sharing no memory with q, k, v or o; the natural log-sum-exp of the scaled
+ * scores, within 1e-4 of float64; rows with nothing to attend get O = 0 and LSE = -inf. Kernels that sum the softmax rows on the tensor cores (names with
  * _ls, picked for d64/d128) serve calls with lse NULL; a call with an lse runs the kernel's
  * twin without _ls, which sums them in fp32. O may then differ in its last bits between a call
  * with and one without lse (both meet the same error bound; each is deterministic).
