@@ -33,19 +33,12 @@ Error check_pair_layout(const fa3_tensor& t, const char* name) {
   if (reinterpret_cast<uintptr_t>(t.data) % 4 != 0)
     return invalid(std::string(name) + "->data (" + pointer_text(t.data) +
                    ") must be 4-byte aligned (the kernels access element pairs)");
-  for (const Dim& d : outer_dims(t)) {
-    if (d.size == 1) continue;
-    const std::string field = std::string(name) + "->" + d.stride_name;
-    if (d.stride <= 0)
-      return invalid(field + " must be positive when " + name + "->" + d.name + " > 1 (got " +
-                     num(d.stride) + ")");
+  return check_strides(t, name, 2, [](const Dim& d, const std::string& field) {
     if (d.stride % 2 != 0)
       return invalid(field + " (" + num(d.stride) +
                      ") must be even (the kernels access element pairs)");
-  }
-  if (byte_range(t, 2).last >= (static_cast<Int128>(1) << 64))
-    return invalid(std::string(name) + " extends past the end of the address space (its sizes and strides overflow 64-bit addresses)");
-  return Error::ok();
+    return Error::ok();
+  });
 }
 
 Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name) {

@@ -59,12 +59,7 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
   if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
     return invalid(std::string(name) + "->data (" + pointer_text(t.data) +
                    ") must be 16-byte aligned (TMA)");
-  for (const Dim& d : outer_dims(t)) {
-    if (d.size == 1) continue;
-    const std::string field = std::string(name) + "->" + d.stride_name;
-    if (d.stride <= 0)
-      return invalid(field + " must be positive when " + name + "->" + d.name + " > 1 (got " +
-                     num(d.stride) + ")");
+  return check_strides(t, name, element_bytes, [&](const Dim& d, const std::string& field) {
     const Int128 bytes = static_cast<Int128>(d.stride) * element_bytes;
     if (bytes % 16 != 0)
       return invalid(field + " (" + num(d.stride) + " elements = " +
@@ -72,11 +67,8 @@ Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes)
                      " bytes) must be a multiple of 16 bytes (TMA)");
     if (bytes >= (static_cast<Int128>(1) << 40))
       return invalid(field + " (" + num(d.stride) + " elements) must be below 2^40 bytes (TMA)");
-  }
-  const ByteRange r = byte_range(t, element_bytes);
-  if (r.last >= (static_cast<Int128>(1) << 64))
-    return invalid(std::string(name) + " extends past the end of the address space (its sizes and strides overflow 64-bit addresses)");
-  return Error::ok();
+    return Error::ok();
+  });
 }
 
 // Sorting the dimensions of size > 1 by stride, each stride must reach past the

@@ -44,6 +44,27 @@ bool overlaps(const ByteRange& a, const ByteRange& b);
 
 // batch, seqlen and heads in [1, kMaxExtent].
 Error check_sizes(const fa3_tensor& t, const char* name);
+// The rules every layout shares, around a layout's own rule for a dimension: each dimension
+// that steps (size > 1) has a positive stride, then passes `dim_rule(d, field)` (field:
+// "<name>-><stride_name>"); the tensor's last byte lies below 2^64. The first broken rule is
+// reported.
+template <class DimRule>
+Error check_strides(const fa3_tensor& t, const char* name, int64_t element_bytes,
+                    DimRule dim_rule) {
+  for (const Dim& d : outer_dims(t)) {
+    if (d.size == 1) continue;
+    const std::string field = std::string(name) + "->" + d.stride_name;
+    if (d.stride <= 0)
+      return invalid(field + " must be positive when " + name + "->" + d.name + " > 1 (got " +
+                     num(d.stride) + ")");
+    Error e = dim_rule(d, field);
+    if (e.failed()) return e;
+  }
+  if (byte_range(t, element_bytes).last >= (static_cast<Int128>(1) << 64))
+    return invalid(std::string(name) + " extends past the end of the address space (its sizes and strides overflow 64-bit addresses)");
+  return Error::ok();
+}
+
 // TMA's rules (cuTensorMapEncodeTiled): 16-byte aligned base, strides positive multiples of
 // 16 bytes below 2^40. A dimension of size 1 is never stepped along, so its stride is free.
 Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes);
