@@ -79,6 +79,12 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
   return static_cast<int>(section);
 }
 
+namespace {
+
+// Everything but the launches and the workspace: the parameter block (tensor maps, strides,
+// sizes; the workspace's regions left null) and the grids (a persistent main kernel's: at most
+// sm_count CTAs, less the postprocess's SMs). Fails (before anything runs) when the driver
+// rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
@@ -166,6 +172,8 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   return Error::ok();
 }
 
+// Points the parameter block's scratch (lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter,
+// pair_done) at the regions of backward_workspace(prob) in `workspace`.
 void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
                             BwdParams* params) {
   const BackwardWorkspace ws = backward_workspace(prob);
@@ -176,6 +184,8 @@ void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
   params->tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
   params->pair_done = reinterpret_cast<int32_t*>(workspace + ws.pair_done);
 }
+
+}  // namespace
 
 Error prepare_backward(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
                        const BackwardProblem& prob, const fa3_tensor& q, const fa3_tensor& k,

@@ -44,21 +44,6 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // were level from 8k; 4 SMs cost more than the overlap saved at d64 causal.
 constexpr int kPersistentPostprocessShare = 64;
 
-// Everything but the launches and the workspace: the parameter block (tensor maps, strides,
-// sizes; the workspace's regions left null) and the grids (a persistent main kernel's: at most
-// sm_count CTAs, less the postprocess's SMs). Fails (before anything runs) when the driver
-// rejects a tensor map.
-Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
-                            const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
-                            const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
-                            const fa3_tensor& dq, const fa3_tensor& dk, const fa3_tensor& dv,
-                            int sm_count, BwdParams* params, BackwardGrids* grids);
-
-// Points the parameter block's scratch (lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter,
-// pair_done) at the regions of backward_workspace(prob) in `workspace`.
-void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
-                            BwdParams* params);
-
 // A backward call ready to launch but for its workspace.
 struct BackwardCall {
   const KernelInfo* kernel = nullptr;
