@@ -8,6 +8,7 @@
 #   c: those forms and two more, with an eager call on the default stream first.
 #   d: v78's failing Python graph test, alone and in its file.
 #   e: the layer tests after a rename in tile/.
+#   f: every GPU test and Python after the closing review's host mends.
 set -u
 . docs/runs/gpu_run.sh
 gpu_run_header build/libfa3.so build/fa3_tests
@@ -34,4 +35,9 @@ case ${1:-a} in
   e)  # after tile/'s GEMMs were renamed (production cubins byte-identical): the layer tests,
       # whose kernels fa3_tests compiles itself
     step layers 200 build/fa3_tests '[gpu][layers]' ;;
+  f)  # after the closing review's two host mends (check_strides; backward_launch's own
+      # helpers): every [gpu] test, then Python
+    step tests 400 build/fa3_tests '[gpu]~[large]'
+    step large 150 build/fa3_tests '[gpu][large]'
+    step python 60 tools/run_python_tests.sh -q ;;
 esac
