@@ -117,7 +117,7 @@ const FixtureCase kFixtures[] = {
      "no_spills=pass setmaxnreg=fail tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
      "uniform_operands=pass"},
     {"hmma.sass", "fa3_fwd_bf16_d64_m128_n128_s2_w2",
-     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=fail wgmma_not_serialized=pass "
+     "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=fail wgmma_not_serialized=fail "
      "uniform_operands=pass"},
     {"fp8_without_qgmma.sass", "fa3_fwd_e4m3_d128_m128_n128_s2_w2",
      "no_spills=pass setmaxnreg=pass tma_loads=pass wgmma_used=pass wgmma_not_serialized=pass "
@@ -304,6 +304,104 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
       analyze_kernel(full_width, traits_from_name("fa3_fwd_bf16_d256_m128_n80_s2_w2_ov_hb_pp"));
   REQUIRE(odd.check(CheckId::HalfBlocks));
   CHECK_THAT(odd.check(CheckId::HalfBlocks)->detail, Catch::Contains("no block_n that halves"));
+}
+
+// Each backward check on bwd_good.sass with one defect written into its SASS: the check made
+// for that defect fails, with its reason, and no other verdict changes. The hand-made failure
+// fixtures above cover only the dQ path's absence (bwd_no_reduce_add.sass).
+TEST_CASE("fa3-sass: each backward check fails on the one defect it is made for", "[cpu][sass]") {
+  const std::string good = read_file(fixture_dir() / "bwd_good.sass");
+  const std::string kernel = "fa3_bwd_bf16_d64_m64_n128_s2_w2";
+  auto main_of = [&](const std::string& text) {
+    for (const SassFunction& f : parse_sass_text(text).functions)
+      if (f.name == kernel) return analyze_kernel(f);
+    FAIL("no " << kernel << " in the mutated text");
+    return KernelReport{};
+  };
+  // Each line holding `from` gets `to` in its place; `after`, when given, adds a line after it.
+  auto mutate = [&](const std::string& from, const std::string& to, const std::string& after = "") {
+    std::istringstream in(good);
+    std::string out, line;
+    size_t changed = 0;
+    while (std::getline(in, line)) {
+      const size_t at = line.find(from);
+      if (at != std::string::npos && line.find("//") > at) {
+        line.replace(at, from.size(), to);
+        ++changed;
+        out += line + "\n";
+        if (!after.empty()) out += "        /*ffff*/                   " + after + "\n";
+        continue;
+      }
+      out += line + "\n";
+    }
+    REQUIRE(changed > 0);
+    return out;
+  };
+  struct Defect {
+    const char* what;
+    std::string text;
+    const char* verdicts;
+    CheckId id;
+    const char* reason;
+  };
+  const std::string rest_pass = "no_spills=pass setmaxnreg=pass";
+  const Defect defects[] = {
+      // Q/dO/K/V by plain bulk copies: not TMA tiles, though the producer's LSE / D rows are
+      // UBLKCP too.
+      {"UTMALDG -> UBLKCP", mutate("UTMALDG.4D", "UBLKCP.S.G"),
+       "tma_loads=fail tma_reduce_add=pass wgmma_used=pass wgmma_not_serialized=pass bwd_gemms=pass "
+       "bwd_exp_overlap=pass uniform_operands=pass",
+       CheckId::TmaLoads, "no UTMALDG"},
+      // dQ stored, not added.
+      {"UTMAREDG.ADD -> UBLKCP.G.S", mutate("UTMAREDG.4D.ADD", "UBLKCP.G.S"),
+       "tma_loads=pass tma_reduce_add=fail wgmma_used=pass wgmma_not_serialized=pass bwd_gemms=pass "
+       "bwd_exp_overlap=pass uniform_operands=pass",
+       CheckId::TmaReduceAdd, "no UTMAREDG or UBLKRED"},
+      // A reduction that is not an add.
+      {"UTMAREDG.ADD -> .MIN", mutate("UTMAREDG.4D.ADD", "UTMAREDG.4D.MIN"),
+       "tma_loads=pass tma_reduce_add=fail wgmma_used=pass wgmma_not_serialized=pass bwd_gemms=pass "
+       "bwd_exp_overlap=pass uniform_operands=pass",
+       CheckId::TmaReduceAdd, "none of them .ADD"},
+      // A wait behind every wgmma: no two overlap (ptxas's C7515 form).
+      {"a wait after every HGMMA", mutate("HGMMA.", "HGMMA.", "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;"),
+       "tma_loads=pass tma_reduce_add=pass wgmma_used=pass wgmma_not_serialized=fail bwd_gemms=pass "
+       "bwd_exp_overlap=fail uniform_operands=pass",
+       CheckId::WgmmaNotSerialized, "ptxas serialized wgmma"},
+      // No tensor-core instruction: the serialization check fails too, instead of passing on
+      // nothing (and every check that looks for the step loop).
+      {"no HGMMA", mutate("HGMMA.64x64x16.F32.BF16", "IMAD.MOV.U32"),
+       "tma_loads=pass tma_reduce_add=pass wgmma_used=fail wgmma_not_serialized=fail bwd_gemms=fail "
+       "bwd_exp_overlap=fail uniform_operands=fail",
+       CheckId::WgmmaNotSerialized, "no wgmma"},
+  };
+  CHECK(verdicts_of(main_of(good)) == canonical_verdicts(kBwdMain));
+  for (const Defect& d : defects) {
+    DYNAMIC_SECTION(d.what) {
+      const KernelReport k = main_of(d.text);
+      INFO(text_kernel(k));
+      CHECK(verdicts_of(k) == canonical_verdicts(rest_pass + " " + d.verdicts));
+      REQUIRE(k.check(d.id));
+      CHECK_THAT(k.check(d.id)->detail, Catch::Contains(d.reason));
+    }
+  }
+  // The plain bulk reduce-add the production kernels use passes as the tensor form does.
+  const KernelReport plain = main_of(mutate("UTMAREDG.4D.ADD", "UBLKRED.G.S.ADD.F32.RN"));
+  CHECK(verdicts_of(plain) == canonical_verdicts(kBwdMain));
+  REQUIRE(plain.check(CheckId::TmaReduceAdd));
+  CHECK_THAT(plain.check(CheckId::TmaReduceAdd)->detail, Catch::Contains("2 UBLKRED .ADD"));
+}
+
+TEST_CASE("fa3-sass: a backward kernel's cubin is checked whole", "[cpu][sass]") {
+  const std::string k = "fa3_bwd_bf16_d64_m64_n128_s2_w2";
+  CHECK(missing_companions({k, k + "_pre", k + "_post"}).empty());
+  CHECK(missing_companions({"fa3_fwd_bf16_d128_m128_n128_s2_w2"}).empty());
+  // A cubin without its kernel (only the pre- and postprocess) or without one companion.
+  CHECK(missing_companions({k + "_pre", k + "_post"}) == std::vector<std::string>{k});
+  CHECK(missing_companions({k, k + "_post"}) == std::vector<std::string>{k + "_pre"});
+  // The d64 causal kernels with 128 x 128 blocks have an _lf entry (BwdConfig::causal_last_first).
+  const std::string lf = "fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal";
+  CHECK(missing_companions({lf, lf + "_pre", lf + "_post"}) == std::vector<std::string>{lf + "_lf"});
+  CHECK(missing_companions({lf, lf + "_pre", lf + "_post", lf + "_lf"}).empty());
 }
 
 TEST_CASE("fa3-sass: the real mainloops of Algorithm 2 in both orders", "[cpu][sass]") {

@@ -128,7 +128,9 @@ CheckResult wgmma_not_serialized(const KernelReport& k) {
   const CheckId id = CheckId::WgmmaNotSerialized;
   const Serialization& all = k.serialization;
   const Serialization& loop = k.mainloop_serialization;
-  if (all.pairs == 0) return {id, true, "fewer than 2 wgmma: nothing to serialize"};
+  // No wgmma is not "nothing serialized": the check cannot be made, so it does not pass.
+  if (k.mix.hgmma + k.mix.qgmma == 0) return {id, false, "no wgmma: there is no overlap of wgmmas to see"};
+  if (all.pairs == 0) return {id, true, "one wgmma: nothing to serialize"};
   if (all.serialized())
     return {id, false,
             "a wait or fence separates all " + std::to_string(all.pairs) +

@@ -145,9 +145,14 @@ std::optional<std::string> disassemble_cubin(const Disassembler& d, const std::s
     return std::nullopt;
   }
   if (use_cuobjdump) {
-    // Registers and shared memory; a failure here only leaves them "unknown".
+    // Registers, shared, stack and local memory: the spill check needs the last two.
     CommandResult usage = run_command({d.cuobjdump, "-res-usage", cubin_path});
-    if (usage.exit_code == 0) sass.out += "\n" + usage.out;
+    if (usage.exit_code != 0) {
+      error = d.cuobjdump + " -res-usage failed on " + cubin_path + " (exit " + std::to_string(usage.exit_code) +
+              "): " + first_line(usage.err.empty() ? usage.out : usage.err);
+      return std::nullopt;
+    }
+    sass.out += "\n" + usage.out;
   }
   return sass.out;
 }

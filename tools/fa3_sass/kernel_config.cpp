@@ -251,6 +251,21 @@ std::vector<std::string> companion_kernels(const std::string& kernel_name) {
   return out;
 }
 
+std::vector<std::string> missing_companions(const std::vector<std::string>& function_names) {
+  std::vector<std::string> missing;
+  for (const std::string& f : function_names) {
+    if (!is_bwd_name(f)) continue;
+    const std::string kernel = main_kernel_name(f);
+    std::vector<std::string> wanted = companion_kernels(kernel);
+    wanted.insert(wanted.begin(), kernel);
+    for (const std::string& w : wanted)
+      if (std::find(function_names.begin(), function_names.end(), w) == function_names.end() &&
+          std::find(missing.begin(), missing.end(), w) == missing.end())
+        missing.push_back(w);
+  }
+  return missing;
+}
+
 const std::vector<CheckId>& all_checks() {
   static const std::vector<CheckId> ids = [] {
     std::vector<CheckId> v;

@@ -79,6 +79,11 @@ std::string main_kernel_name(const std::string& function_name);
 // backward kernel's <name>_pre and <name>_post, and <name>_lf where its config has one
 // (BwdConfig::causal_last_first); none for the others.
 std::vector<std::string> companion_kernels(const std::string& kernel_name);
+// The functions a whole kernel cubin lacks, given the names of the functions it holds: for
+// each backward kernel named (by any of its functions), the kernel and its companions. A
+// cubin that lacks one was not built by kernels.mk, or the disassembler dropped a function;
+// either way a check of what is there would pass a kernel it never saw.
+std::vector<std::string> missing_companions(const std::vector<std::string>& function_names);
 std::vector<CheckId> checks_for(const KernelTraits& traits);
 // "fwd bf16 d128 m128 n128 s2 w2, loop=pipelined, pingpong, causal" (or "not an fa3 kernel
 // name").

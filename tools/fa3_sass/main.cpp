@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -153,6 +154,31 @@ std::vector<SassFunction> functions_with_code(SassText text) {
   return out;
 }
 
+// The functions of a disassembled cubin, whole: a backward kernel's cubin with its kernel and
+// every companion (missing_companions), and with cuobjdump every function's stack and local
+// bytes (no_spills would otherwise judge on LDL/STL alone).
+std::vector<SassFunction> functions_of_cubin(const Disassembler& d, const std::string& text,
+                                             const std::string& what) {
+  std::vector<SassFunction> functions = functions_with_code(parse_sass_text(text));
+  if (functions.empty())
+    throw InputError{what + " holds no function with instructions (" + d.program() + ")."};
+  std::vector<std::string> names;
+  for (const SassFunction& f : functions) {
+    names.push_back(f.name);
+    if (!d.cuobjdump.empty() && (!f.resources.stack_bytes || !f.resources.local_bytes))
+      throw InputError{"cuobjdump -res-usage gave no stack or local size for " + f.name + " in " + what +
+                       ": its spill check cannot be made."};
+  }
+  const std::vector<std::string> missing = missing_companions(names);
+  if (!missing.empty()) {
+    std::string list;
+    for (const std::string& m : missing) list += (list.empty() ? "" : ", ") + m;
+    throw InputError{what + " lacks " + list + ": a backward kernel's cubin holds the kernel, its _pre and "
+                     "_post, and _lf where its config has one."};
+  }
+  return functions;
+}
+
 struct Inputs {
   std::vector<SassFunction> functions;  // not yet filtered by the globs (libraries excepted)
   std::vector<std::string> names;       // every kernel name seen, for glob messages
@@ -192,7 +218,7 @@ void add_cubin(Inputs& in, const std::string& path) {
   if (!text) throw InputError{error};
   in.source.disassembler = d.program();
   in.disassembled.emplace_back(std::filesystem::path(path).stem().string(), *text);
-  for (SassFunction& f : functions_with_code(parse_sass_text(*text))) {
+  for (SassFunction& f : functions_of_cubin(d, *text, path)) {
     in.names.push_back(f.name);
     in.functions.push_back(std::move(f));
   }
@@ -226,12 +252,16 @@ void add_library(Inputs& in, const std::string& path, const Options& o) {
     in.disassembled.emplace_back(name, *text);
     // The kernel, then the functions of its cubin that go with it (a backward kernel's _pre
     // and _post), whatever order the disassembler lists them in.
-    std::vector<SassFunction> functions = functions_with_code(parse_sass_text(*text));
+    std::vector<SassFunction> functions = functions_of_cubin(d, *text, "the cubin of " + name);
     std::vector<std::string> wanted = {name};
     for (const std::string& c : companion_kernels(name)) wanted.push_back(c);
-    for (const std::string& w : wanted)
-      for (SassFunction& f : functions)
-        if (f.name == w) in.functions.push_back(std::move(f));
+    for (const std::string& w : wanted) {
+      auto f = std::find_if(functions.begin(), functions.end(), [&](const SassFunction& g) { return g.name == w; });
+      if (f == functions.end())
+        throw InputError{"the cubin of " + name + " holds no function " + w + " with instructions (" +
+                         d.program() + "): it cannot be checked."};
+      in.functions.push_back(std::move(*f));
+    }
   }
 }
 
