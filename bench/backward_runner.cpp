@@ -14,11 +14,11 @@ constexpr size_t kAlignment = 256;  // fa3_backward's workspace needs 256; tenso
 
 size_t align_up(size_t x, size_t a) { return (x + a - 1) / a * a; }
 
-fa3_params params_for(const Problem& p, const BackwardSettings& s) {
+fa3_params params_for(const Problem& p, bool deterministic) {
   fa3_params params{};
   params.softmax_scale = 0;  // 1/sqrt(head_dim), as the reference uses
   params.causal = p.causal ? 1 : 0;
-  params.deterministic = s.deterministic ? 1 : 0;
+  params.deterministic = deterministic ? 1 : 0;
   return params;
 }
 
@@ -52,8 +52,8 @@ BackwardRunner::BackwardRunner(fa3_handle* fa3, cudaStream_t stream, const Devic
                                LaunchTimer& timer, BackwardSettings settings)
     : fa3_(fa3), stream_(stream), device_(device), timer_(timer), settings_(std::move(settings)) {}
 
-BackwardRunner::Call BackwardRunner::call_for(const Problem& p, const BackwardSets& in,
-                                              int set) const {
+BackwardRunner::Call BackwardRunner::call_for(const Problem& p, const BackwardSets& in, int set,
+                                              bool deterministic) const {
   Call c;
   c.q = make_tensor(in.at(set, in.q), p, p.seqlen_q, p.heads);
   c.k = make_tensor(in.at(set, in.k), p, p.seqlen_k, p.kv_heads);
@@ -65,7 +65,7 @@ BackwardRunner::Call BackwardRunner::call_for(const Problem& p, const BackwardSe
   c.dv = make_tensor(in.at(set, in.dv), p, p.seqlen_k, p.kv_heads);
   c.lse = reinterpret_cast<float*>(in.at(set, in.lse));
   c.workspace = in.at(set, in.workspace);
-  c.params = params_for(p, settings_);
+  c.params = params_for(p, deterministic);
   return c;
 }
 
@@ -80,11 +80,14 @@ Outcome BackwardRunner::prepare_sets(const Problem& p, BackwardSets* in) {
     void* stand_in = reinterpret_cast<void*>(uintptr_t{kAlignment});
     const fa3_tensor q = make_tensor(stand_in, p, p.seqlen_q, p.heads);
     const fa3_tensor k = make_tensor(stand_in, p, p.seqlen_k, p.kv_heads);
-    const fa3_params params = params_for(p, settings_);
-    const Outcome o = fa3_outcome(
-        fa3_backward_workspace_size(fa3_, &q, &k, &params, &in->workspace_bytes),
-        "fa3_backward_workspace_size");
-    if (!o.ok) return o;
+    for (const bool deterministic : checked_orders()) {  // the larger workspace of the orders run
+      const fa3_params params = params_for(p, deterministic);
+      size_t bytes = 0;
+      const Outcome o = fa3_outcome(fa3_backward_workspace_size(fa3_, &q, &k, &params, &bytes),
+                                    "fa3_backward_workspace_size");
+      if (!o.ok) return o;
+      in->workspace_bytes = std::max(in->workspace_bytes, bytes);
+    }
   }
   size_t at = 0;
   auto place = [&](size_t* offset, size_t bytes) {
@@ -136,7 +139,7 @@ Outcome BackwardRunner::prepare_sets(const Problem& p, BackwardSets* in) {
 }
 
 Outcome BackwardRunner::run_forward_once(const Problem& p, const BackwardSets& in) {
-  Call c = call_for(p, in, 0);
+  Call c = call_for(p, in, 0, settings_.deterministic);
   Outcome o = forward_outcome(fa3_forward(fa3_, &c.q, &c.k, &c.v, &c.o, c.lse, &c.params, stream_));
   for (int s = 1; o.ok && s < in.count; ++s)
     o = cuda_outcome(cudaMemcpyAsync(in.at(s, 0), in.at(0, 0), in.inputs_end,
@@ -146,8 +149,8 @@ Outcome BackwardRunner::run_forward_once(const Problem& p, const BackwardSets& i
 }
 
 Outcome BackwardRunner::launch(const Problem& p, const BackwardSets& in, int set,
-                               const std::string& kernel) {
-  Call c = call_for(p, in, set);
+                               const std::string& kernel, bool deterministic) {
+  Call c = call_for(p, in, set, deterministic);
   if (settings_.direction == Direction::FwdBwd) {
     // A training step's forward: with the LSE the backward needs.
     const Outcome o =
@@ -165,8 +168,9 @@ Outcome BackwardRunner::launch(const Problem& p, const BackwardSets& in, int set
 }
 
 Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
-                                      const std::string& kernel, std::vector<uint16_t>* dq,
-                                      std::vector<uint16_t>* dk, std::vector<uint16_t>* dv) {
+                                      const std::string& kernel, bool deterministic,
+                                      std::vector<uint16_t>* dq, std::vector<uint16_t>* dk,
+                                      std::vector<uint16_t>* dv) {
   // 0xFF bytes are NaN in fp16, bf16 and fp32: a gradient the backward does not write, or a
   // workspace it reads before writing (the contract promises it nothing), fails the check.
   std::vector<std::pair<size_t, size_t>> poisoned = {
@@ -179,7 +183,7 @@ Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
   Outcome o = Outcome::success();
   for (const auto& [offset, bytes] : poisoned)
     if (o.ok) o = cuda_outcome(cudaMemsetAsync(in.at(0, offset), 0xFF, bytes, stream_), "poison the outputs");
-  if (o.ok) o = launch(p, in, 0, kernel);
+  if (o.ok) o = launch(p, in, 0, kernel, deterministic);
   if (o.ok) o = cuda_outcome(cudaStreamSynchronize(stream_), "run for the check");
   if (!o.ok) return o;
   dq->resize(in.q_bytes / 2);
@@ -196,17 +200,44 @@ Outcome BackwardRunner::run_for_check(const Problem& p, const BackwardSets& in,
   return o;
 }
 
+std::vector<bool> BackwardRunner::checked_orders() const {
+  if (settings_.check_both_orders) return {settings_.deterministic, !settings_.deterministic};
+  return {settings_.deterministic};
+}
+
 Outcome BackwardRunner::check_gradients(const Problem& p, const BackwardSets& in,
                                         const std::string& kernel, const Progress& progress,
                                         std::optional<BackwardReference>* reference,
                                         BackwardCheckResult* result) {
+  Outcome o = Outcome::success();
+  for (const bool deterministic : checked_orders()) {
+    BackwardCheckResult order;
+    o = check_in_order(p, in, kernel, deterministic, progress, reference, &order);
+    if (!o.ok) return o;
+    if (deterministic == settings_.deterministic) {
+      *result = order;  // the errors shown are those of the order timed
+    } else if (!order.pass) {
+      result->pass = false;
+      result->failure += (result->failure.empty() ? "" : "; ") +
+                         std::string(deterministic ? "deterministic order: " : "default order: ") +
+                         order.failure;
+    }
+  }
+  return o;
+}
+
+Outcome BackwardRunner::check_in_order(const Problem& p, const BackwardSets& in,
+                                       const std::string& kernel, bool deterministic,
+                                       const Progress& progress,
+                                       std::optional<BackwardReference>* reference,
+                                       BackwardCheckResult* result) {
   std::vector<uint16_t> dq, dk, dv;
-  Outcome o = run_for_check(p, in, kernel, &dq, &dk, &dv);
+  Outcome o = run_for_check(p, in, kernel, deterministic, &dq, &dk, &dv);
   if (!o.ok) return o;
-  std::string not_repeated;  // --deterministic: the gradients whose bits a second run changed
-  if (settings_.deterministic) {
+  std::string not_repeated;  // deterministic: the gradients whose bits a second run changed
+  if (deterministic) {
     std::vector<uint16_t> dq2, dk2, dv2;
-    o = run_for_check(p, in, kernel, &dq2, &dk2, &dv2);
+    o = run_for_check(p, in, kernel, deterministic, &dq2, &dk2, &dv2);
     if (!o.ok) return o;
     for (const auto& [name, first, second] : {std::tuple{"dq", &dq, &dq2}, std::tuple{"dk", &dk, &dk2},
                                               std::tuple{"dv", &dv, &dv2}})
@@ -226,8 +257,8 @@ Outcome BackwardRunner::check_gradients(const Problem& p, const BackwardSets& in
   *result = compare_backward(p, **reference, dq.data(), dk.data(), dv.data());
   if (!not_repeated.empty()) {
     result->pass = false;
-    result->failure += (result->failure.empty() ? "" : "; ") + std::string("--deterministic: ") +
-                       not_repeated + " differ between two runs";
+    result->failure += (result->failure.empty() ? "" : "; ") + not_repeated +
+                       " differ between two deterministic runs";
   }
   return o;
 }
@@ -236,7 +267,8 @@ Outcome BackwardRunner::time_round(const Problem& p, const BackwardSets& in,
                                    const std::string& kernel, TimingStats* stats,
                                    std::vector<double>* samples) {
   const Outcome o = timer_.measure(
-      stream_, settings_.warmup, in.count, [&](int set) { return launch(p, in, set, kernel); },
+      stream_, settings_.warmup, in.count,
+      [&](int set) { return launch(p, in, set, kernel, settings_.deterministic); },
       stats, samples);
   if (o.ok) cool_down(settings_.cooldown, *samples);
   return o;

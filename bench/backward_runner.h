@@ -35,6 +35,10 @@ struct BackwardSettings {
   // Empty: fa3_backward, the tuning table's pick (one row). Otherwise these kernels, each by
   // fa3_backward_with_kernel (one row each, its config the kernel's name).
   std::vector<std::string> kernels;
+  // fa3-tune: the check also runs the other reduction order (deterministic flipped), since a
+  // tuning-table pick serves calls in both; a kernel passes only if both orders do. The
+  // timing stays in `deterministic`'s order.
+  bool check_both_orders = false;
 };
 
 // What the config column shows for a backward row: the calls timed, and the reduction order.
@@ -68,18 +72,27 @@ class BackwardRunner {
 
   Outcome prepare_sets(const Problem& p, BackwardSets* in);
   Outcome run_forward_once(const Problem& p, const BackwardSets& in);
-  Call call_for(const Problem& p, const BackwardSets& in, int set) const;
+  // `deterministic`: fa3_params.deterministic of the call.
+  Call call_for(const Problem& p, const BackwardSets& in, int set, bool deterministic) const;
   // `kernel` "": fa3_backward; else fa3_backward_with_kernel.
-  Outcome launch(const Problem& p, const BackwardSets& in, int set, const std::string& kernel);
+  Outcome launch(const Problem& p, const BackwardSets& in, int set, const std::string& kernel,
+                 bool deterministic);
   // Poisons set 0's outputs and workspace (and, for fwdbwd, its O and LSE) with NaN, runs
   // launch() on set 0 and copies dQ, dK, dV back whole.
   Outcome run_for_check(const Problem& p, const BackwardSets& in, const std::string& kernel,
-                        std::vector<uint16_t>* dq, std::vector<uint16_t>* dk,
+                        bool deterministic, std::vector<uint16_t>* dq, std::vector<uint16_t>* dk,
                         std::vector<uint16_t>* dv);
+  // The check in one reduction order: in the deterministic one, two runs bit for bit.
   // `reference` is computed on the first call for a problem and reused for its other kernels.
+  Outcome check_in_order(const Problem& p, const BackwardSets& in, const std::string& kernel,
+                         bool deterministic, const Progress& progress,
+                         std::optional<BackwardReference>* reference, BackwardCheckResult* result);
+  // check_in_order in settings_.deterministic's order, then (check_both_orders) the other.
   Outcome check_gradients(const Problem& p, const BackwardSets& in, const std::string& kernel,
                           const Progress& progress, std::optional<BackwardReference>* reference,
                           BackwardCheckResult* result);
+  // The orders check_gradients runs: settings_.deterministic's first.
+  std::vector<bool> checked_orders() const;
   // One round of warm-up and timed launches of `kernel`, then the cooldown.
   Outcome time_round(const Problem& p, const BackwardSets& in, const std::string& kernel,
                      TimingStats* stats, std::vector<double>* samples);

@@ -52,7 +52,8 @@ struct CheckResult {
 // |ours - reference|, +inf when ours is NaN or when exactly one of them is infinite (a row
 // with nothing to attend must give LSE = -inf), 0 when both are the same infinity.
 double abs_error(double ours, double reference);
-// The FlashAttention rule: ours <= 2 * plain + 1e-5 (NaN fails).
+// The FlashAttention rule: ours <= 2 * plain + 1e-5 (NaN fails, as does a plain error that is
+// not finite).
 bool within_error_rule(double ours, double plain);
 // The LSE's rule: within kLseBound of float64 (natural log), in every dtype. It is not held to
 // the plain same-precision attention, whose LSE shares the 16-bit rounding this must exclude:

@@ -496,6 +496,9 @@ TEST_CASE("error measure and rule", "[cpu][bench]") {
   CHECK(within_error_rule(1e-5, 0));
   CHECK_FALSE(within_error_rule(nan, 1.0));
   CHECK_FALSE(within_error_rule(inf, 1.0));
+  CHECK_FALSE(within_error_rule(1e-3, inf));  // a plain error that bounds nothing
+  CHECK_FALSE(within_error_rule(inf, inf));
+  CHECK_FALSE(within_error_rule(1e-3, nan));
 }
 
 TEST_CASE("--check passes plain attention's output and fails wrong or unwritten output", "[cpu][bench]") {

@@ -155,6 +155,12 @@ BucketResult measure_bucket(const RunProblem& run,
   r.key = key;
   r.bucket = bucket;
   r.problem = tune_problem(key, bucket.measured_at);
+  // With no kernel named, the runners would time the table's own pick under the library's
+  // call: nothing fa3-tune may choose from.
+  if (fitting.empty()) {
+    r.note = "no compiled kernel fits this key";
+    return r;
+  }
   const std::vector<fa3bench::ResultRow> rows =
       run(r.problem, [&](const std::string& stage) { progress.show(label, stage); }, fatal);
   progress.clear();
@@ -242,6 +248,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       backward_settings.rounds = o.rounds;
       backward_settings.cooldown = o.cooldown;
       backward_settings.kernels = settings.compiled;
+      backward_settings.check_both_orders = true;  // a pick serves both reduction orders
       fa3bench::BackwardRunner backward_runner(gpu.fa3, gpu.stream, gpu.device, timer,
                                                backward_settings);
       const RunProblem run = [&](const fa3bench::Problem& p, const fa3bench::Progress& progress,
