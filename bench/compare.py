@@ -41,11 +41,19 @@ Method, the same for every system:
   of its backends read without a copy. fa3, fa3-lse, fa3-prev and fa3-public take the BSHD
   tensors.
 - before timing, each system's output on set 0 is compared with a float32 SDPA (math
-  backend, no TF32) reference on batch 0, the first two heads, every row; a system whose
-  max |difference| exceeds its tolerance is marked WRONG and not timed.
+  backend, no TF32) reference on two heads of the first batch and two of the last, every
+  row, by FlashAttention's rule: its max |difference| must be at most twice that of the
+  plain attention in the inputs' dtype (SDPA's math backend in bf16 / fp16, its gradients
+  by autograd) plus 1e-5. A system over it is marked WRONG and not timed. The check's
+  outputs start as NaN where a system allocates them (the caching allocator's free blocks
+  of those sizes are filled with NaN first; fa3's are passed in NaN), so a system that
+  leaves some unwritten cannot pass on another's values, and a deterministic system
+  (fa3-det, fa3-prev-det) runs twice and must give the same bits.
 - the timed calls come in --rounds rounds (default 3; --side-by-side: twice the number of
-  systems), and the order of the systems rotates from one round to the next (and its start
-  from one shape to the next), so each system is timed first as often as the others: at
+  systems), and the order of the systems that passed the check rotates from one round to
+  the next (and its start from one shape to the next), so each system is timed first as
+  often as the others when the rounds are a multiple of their number (the default rounds
+  are rounded up to one): at
   8k-16k the system timed first right after the check gained 4-6% on the other on average,
   up to 11% in a cell (an H200, fa3 and cuDNN in both orders): the GPU reaches its power
   cap during the first system's calls. Each round of a system: warm-up
@@ -141,11 +149,17 @@ HIDDEN = 2048            # heads * head_dim in the paper's grid
 DEFAULT_SEQLENS = [512, 1024, 2048, 4096, 8192, 16384]
 QUICK_SEQLENS = [1024, 4096, 16384]
 DTYPES = TorchDtypes()
-# Unit roundoff of the 16-bit types: the floor of the correctness tolerance.
-UNIT_ROUNDOFF = {"bf16": 2.0 ** -8, "fp16": 2.0 ** -11}
-TOLERANCE_FACTOR = 4.0
-CHECKED_HEADS = 2
+# FlashAttention's rule: max |ours - ref| <= RULE_FACTOR * max |plain - ref| + RULE_SLACK,
+# plain being the attention in the inputs' own precision.
+RULE_FACTOR = 2.0
+RULE_SLACK = 1e-5
+CHECKED_HEADS = 2                   # of the first batch and of the last (checked_slice)
 REFERENCE_CHUNK_BYTES = 256 << 20   # float32 scores per reference chunk
+# The plain attention's scores per chunk: the paper grid's 16k in one chunk (4 heads x 16k^2
+# x 2 bytes), as a plain implementation computes them; chunks would round dK and dV once
+# more per chunk.
+PLAIN_CHUNK_BYTES = 2 << 30
+POISON_COPIES = 6                   # NaN blocks of each output size put in the allocator's cache
 ASSUMED_CLOCK_HZ = 2.0e9            # to turn a hold time into torch.cuda._sleep cycles
 MIN_HOLD_SECONDS = 0.02             # the least hold: a few host hiccups' worth
 MAX_HOLD_SECONDS = 2.0
@@ -278,6 +292,10 @@ class System:
     prepare: Optional[Callable[["torch.Tensor", "torch.Tensor", "torch.Tensor", bool],
                                Forward]] = None
     backward: Optional[Callable[[Forward, "torch.Tensor"], tuple]] = None
+    # The backward takes outputs (dq=, dk=, dv=): the check passes them filled with NaN.
+    takes_outputs: bool = False
+    # A deterministic backward: the check runs it twice and requires the same bits.
+    deterministic: bool = False
 
     def run(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
             causal: bool) -> "torch.Tensor":
@@ -347,13 +365,14 @@ def fa3_prepare_for(api: Any) -> Callable[..., Forward]:
 
 
 def fa3_backward_for(api: Any, deterministic: bool = False) -> Callable[..., tuple]:
-    """api.backward on what fa3_prepare_for's forward left: new dq, dk, dv, its workspace
-    from PyTorch's caching allocator (fa3.backward's own choice)."""
+    """api.backward on what fa3_prepare_for's forward left: new dq, dk, dv (or the given
+    ones: the check's NaN-filled outputs), its workspace from PyTorch's caching allocator
+    (fa3.backward's own choice)."""
 
-    def backward(forward: Forward, dout: "torch.Tensor") -> tuple:
+    def backward(forward: Forward, dout: "torch.Tensor", **outputs: "torch.Tensor") -> tuple:
         q, k, v, lse = forward.saved
         return api.backward(q, k, v, forward.out, dout, lse, causal=forward.causal,
-                            deterministic=deterministic)
+                            deterministic=deterministic, **outputs)
 
     return backward
 
@@ -384,7 +403,7 @@ def all_systems() -> dict[str, System]:
     import_torch()
     return {
         "fa3": System("fa3", "fa3", fa3_call, prepare=fa3_prepare_for(fa3),
-                      backward=fa3_backward_for(fa3)),
+                      backward=fa3_backward_for(fa3), takes_outputs=True),
         "fa3-lse": System("fa3-lse", "fa3 with the LSE", fa3_lse_call),
         "cudnn": System("cudnn", "cuDNN (SDPA)", sdpa_call,
                         lambda: sdpa_kernel(SDPBackend.CUDNN_ATTENTION),
@@ -398,7 +417,8 @@ def all_systems() -> dict[str, System]:
 def fa3_det_system() -> System:
     """fa3's deterministic backward (--direction bwd / fwdbwd); its forward is fa3's."""
     return System("fa3-det", "fa3 deterministic", fa3_lse_call, prepare=fa3_prepare_for(fa3),
-                  backward=fa3_backward_for(fa3, deterministic=True))
+                  backward=fa3_backward_for(fa3, deterministic=True), takes_outputs=True,
+                  deterministic=True)
 
 
 def prev_fa3_system(binding: "fa3.Binding") -> System:
@@ -407,7 +427,7 @@ def prev_fa3_system(binding: "fa3.Binding") -> System:
         return binding.forward(q, k, v, causal=causal)
 
     return System("fa3-prev", "fa3 (previous build)", call, prepare=fa3_prepare_for(binding),
-                  backward=fa3_backward_for(binding))
+                  backward=fa3_backward_for(binding), takes_outputs=True)
 
 
 def prev_fa3_det_system(binding: "fa3.Binding") -> System:
@@ -415,7 +435,8 @@ def prev_fa3_det_system(binding: "fa3.Binding") -> System:
     process."""
     return dataclasses.replace(prev_fa3_system(binding), key="fa3-prev-det",
                                label="fa3 deterministic (previous build)",
-                               backward=fa3_backward_for(binding, deterministic=True))
+                               backward=fa3_backward_for(binding, deterministic=True),
+                               deterministic=True)
 
 
 def public_fa3_system() -> System:
@@ -454,75 +475,81 @@ def no_tf32() -> Iterator[None]:
 
 
 def checked_slice(out_bshd: "torch.Tensor") -> "torch.Tensor":
-    """The part of an output the check compares: batch 0, the first heads, every row."""
-    return out_bshd[0, :, :CHECKED_HEADS, :]
+    """The part of an output the check compares, every row of CHECKED_HEADS heads of the
+    first batch and of the last (the last (batch, head) pairs are the last tiles a grid
+    runs): (seqlen, 2 * CHECKED_HEADS, head_dim), a copy. The heads are whole attention
+    problems of their own (compare.py has no GQA), so the references compute them alone."""
+    return torch.cat((out_bshd[0, :, :CHECKED_HEADS], out_bshd[-1, :, -CHECKED_HEADS:]), dim=1)
 
 
-def reference_fp32(inputs: Inputs, causal: bool) -> "torch.Tensor":
-    """float32 SDPA (math backend, no TF32) of checked_slice, in query-row chunks so the
-    score matrix stays small at 16k; returns (seqlen, heads, head_dim) float32."""
-    q, k, v = (checked_slice(x).float().transpose(0, 1).unsqueeze(0) for x in inputs)
+def attention_reference(inputs: Inputs, dout: Optional["torch.Tensor"], causal: bool,
+                        dtype: "torch.dtype", chunk_bytes: int) -> dict[str, "torch.Tensor"]:
+    """SDPA's math backend (no TF32) in `dtype` on checked_slice: out and, given dout, dq,
+    dk and dv by autograd. In query-row chunks of at most chunk_bytes of scores, exact for
+    out and dq (the softmax is per row); dk and dv, sums over the rows, are added up over
+    the chunks in float32. Returns (seqlen, heads, head_dim) tensors in `dtype` (float32:
+    the reference; the inputs' dtype: the plain attention of FlashAttention's rule)."""
+    q, k, v = (checked_slice(x).to(dtype).transpose(0, 1).unsqueeze(0) for x in inputs)
+    grad = checked_slice(dout).to(dtype).transpose(0, 1).unsqueeze(0) if dout is not None else None
+    k, v = k.requires_grad_(grad is not None), v.requires_grad_(grad is not None)
     seqlen = q.size(2)
-    rows_per_chunk = max(1, REFERENCE_CHUNK_BYTES // (4 * q.size(1) * seqlen))
-    pieces = []
-    with sdpa_kernel(SDPBackend.MATH), no_tf32():
-        for start in range(0, seqlen, rows_per_chunk):
-            stop = min(seqlen, start + rows_per_chunk)
-            mask = None
-            if causal:  # query i (absolute) sees keys j <= i
-                rows = torch.arange(start, stop, device=q.device).unsqueeze(1)
-                mask = torch.arange(seqlen, device=q.device).unsqueeze(0) <= rows
-            pieces.append(F.scaled_dot_product_attention(q[:, :, start:stop], k, v,
-                                                         attn_mask=mask))
-    return torch.cat(pieces, dim=2)[0].transpose(0, 1)
-
-
-def reference_fp32_backward(inputs: Inputs, dout: "torch.Tensor",
-                            causal: bool) -> dict[str, "torch.Tensor"]:
-    """float32 SDPA (math backend, no TF32) of checked_slice and its gradients for dout's
-    checked_slice, by autograd, in query-row chunks as reference_fp32 (exact: the softmax is
-    per row, and dk, dv, sums over the rows, are added up chunk by chunk; the checked heads
-    have their own K/V heads, there is no GQA here). Returns out, dq, dk and dv, each
-    (seqlen, heads, head_dim) float32."""
-    q, k, v, grad = (checked_slice(x).float().transpose(0, 1).unsqueeze(0)
-                     for x in (*inputs, dout))
-    k, v = k.requires_grad_(), v.requires_grad_()
-    seqlen = q.size(2)
-    rows_per_chunk = max(1, REFERENCE_CHUNK_BYTES // (4 * q.size(1) * k.size(2)))
+    rows_per_chunk = max(1, chunk_bytes // (q.element_size() * q.size(1) * k.size(2)))
     outs, dqs = [], []
-    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
-    with sdpa_kernel(SDPBackend.MATH), no_tf32(), torch.enable_grad():
+    dk, dv = torch.zeros_like(k, dtype=torch.float32), torch.zeros_like(v, dtype=torch.float32)
+    with sdpa_kernel(SDPBackend.MATH), no_tf32(), torch.set_grad_enabled(grad is not None):
         for start in range(0, seqlen, rows_per_chunk):
             stop = min(seqlen, start + rows_per_chunk)
-            rows = q[:, :, start:stop].detach().requires_grad_()
+            rows = q[:, :, start:stop].detach().requires_grad_(grad is not None)
             mask = None
             if causal:  # query i (absolute) sees keys j <= i
                 positions = torch.arange(start, stop, device=q.device).unsqueeze(1)
                 mask = torch.arange(k.size(2), device=q.device).unsqueeze(0) <= positions
             out = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask)
-            d_rows, d_k, d_v = torch.autograd.grad(out, (rows, k, v), grad[:, :, start:stop])
             outs.append(out.detach())
-            dqs.append(d_rows)
-            dk += d_k
-            dv += d_v
+            if grad is not None:
+                d_rows, d_k, d_v = torch.autograd.grad(out, (rows, k, v), grad[:, :, start:stop])
+                dqs.append(d_rows)
+                dk += d_k
+                dv += d_v
 
     def bshd(x: "torch.Tensor") -> "torch.Tensor":
-        return x[0].transpose(0, 1)
+        return x[0].transpose(0, 1).to(dtype)
 
-    return {"out": bshd(torch.cat(outs, dim=2)), "dq": bshd(torch.cat(dqs, dim=2)),
-            "dk": bshd(dk), "dv": bshd(dv)}
+    result = {"out": bshd(torch.cat(outs, dim=2))}
+    if grad is not None:
+        result.update(dq=bshd(torch.cat(dqs, dim=2)), dk=bshd(dk), dv=bshd(dv))
+    return result
 
 
 def references_for(shape: Shape, inputs: Inputs,
                    dout: Optional["torch.Tensor"]) -> dict[str, "torch.Tensor"]:
-    """What the check compares for the shape's direction: out (fwd), dq, dk, dv (bwd), all
-    four (fwdbwd)."""
-    if shape.direction == "fwd":
-        return {"out": reference_fp32(inputs, shape.causal)}
-    references = reference_fp32_backward(inputs, dout, shape.causal)
-    if shape.direction == "bwd":
-        del references["out"]
-    return references
+    """The float32 reference of what the check compares for the shape's direction: out
+    (fwd), dq, dk, dv (bwd), all four (fwdbwd)."""
+    return outputs_of_direction(shape.direction, attention_reference(
+        inputs, dout if shape.direction != "fwd" else None, shape.causal, torch.float32,
+        REFERENCE_CHUNK_BYTES))
+
+
+def plain_errors(shape: Shape, inputs: Inputs, dout: Optional["torch.Tensor"],
+                 references: Mapping[str, "torch.Tensor"]) -> dict[str, float]:
+    """max |plain - reference| per output: the plain attention in the inputs' dtype, whose
+    errors FlashAttention's rule doubles into each system's bound."""
+    plain = outputs_of_direction(shape.direction, attention_reference(
+        inputs, dout if shape.direction != "fwd" else None, shape.causal, inputs[0].dtype,
+        PLAIN_CHUNK_BYTES))
+    errors = {}
+    for name, reference in references.items():
+        error = (plain[name].float() - reference).abs().max().item()
+        errors[name] = error if math.isfinite(error) else math.inf
+    return errors
+
+
+def outputs_of_direction(direction: str,
+                         outputs: dict[str, "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+    """The outputs a direction's check compares: out (fwd), dq, dk, dv (bwd), all four
+    (fwdbwd)."""
+    names = {"fwd": ("out",), "bwd": GRADIENTS, "fwdbwd": ("out", *GRADIENTS)}[direction]
+    return {name: outputs[name] for name in names}
 
 
 def system_outputs(system: System, direction: str, inputs: Inputs,
@@ -533,7 +560,9 @@ def system_outputs(system: System, direction: str, inputs: Inputs,
     if system.prepare is None or system.backward is None:
         raise NotImplementedError(f"{system.key} has no backward")
     forward = system.prepare(*inputs, causal)
-    outputs = dict(zip(GRADIENTS, system.backward(forward, dout)))
+    given = ({name: torch.full_like(x, math.nan) for name, x in zip(GRADIENTS, inputs)}
+             if system.takes_outputs else {})
+    outputs = dict(zip(GRADIENTS, system.backward(forward, dout, **given)))
     if direction == "fwdbwd":
         outputs["out"] = forward.out.detach()
     return outputs
@@ -544,17 +573,36 @@ def max_abs_difference(out_bshd: "torch.Tensor", reference: "torch.Tensor") -> f
     return difference if math.isfinite(difference) else math.inf
 
 
-def tolerances(diffs: dict[str, float], largest_output: float,
-               dtype_name: str) -> dict[str, float]:
-    """A system is wrong when its difference exceeds TOLERANCE_FACTOR times the larger of
-    the dtype's rounding of the largest output and the best difference among the *other*
-    systems (so one system alone is still judged by the rounding floor)."""
-    floor = UNIT_ROUNDOFF[dtype_name] * largest_output
-    result = {}
-    for key in diffs:
-        others = [d for other, d in diffs.items() if other != key and math.isfinite(d)]
-        result[key] = TOLERANCE_FACTOR * max([floor] + ([min(others)] if others else []))
-    return result
+def rule_tolerance(plain_error: float) -> float:
+    """FlashAttention's bound on a system's error; a plain error that is not finite bounds
+    nothing (0: every system is wrong, and the reason shows the plain error)."""
+    return RULE_FACTOR * plain_error + RULE_SLACK if math.isfinite(plain_error) else 0.0
+
+
+def fa3_workspace_sizes(inputs: Inputs, causal: bool) -> list[int]:
+    """The bytes of fa3.backward's workspace in both reduction orders (the scratch it takes
+    from the caching allocator), or none where this fa3 has no backward."""
+    q, k, _ = inputs
+    try:
+        return [fa3.backward_workspace_size(q, k, causal=causal, deterministic=deterministic)
+                for deterministic in (False, True)]
+    except (RuntimeError, NotImplementedError, fa3.LibraryNotFoundError):
+        return []
+
+
+def poison_allocator(tensors: Sequence["torch.Tensor"], extra_bytes: Sequence[int] = ()) -> None:
+    """Fills the caching allocator's free blocks of the outputs' sizes with NaN: POISON_COPIES
+    NaN tensors of each size (and of each extra byte count, e.g. fa3's workspace) are made
+    and freed, so the outputs and scratch a system allocates next come from NaN blocks rather
+    than from the previous system's gradients."""
+    blocks = []
+    for tensor in tensors:
+        blocks += [torch.full_like(tensor, math.nan) for _ in range(POISON_COPIES)]
+    for nbytes in extra_bytes:
+        blocks += [torch.full((max(1, nbytes // 4),), math.nan, device=tensors[0].device)
+                   for _ in range(POISON_COPIES)]
+    torch.cuda.synchronize()
+    del blocks
 
 
 # ---- timing -------------------------------------------------------------------------------
@@ -655,6 +703,8 @@ class Cell:
     tolerance: float = math.nan   # and its tolerance
     diffs: dict[str, float] = field(default_factory=dict)       # per output: out, dq, dk, dv
     tolerances: dict[str, float] = field(default_factory=dict)
+    plain: dict[str, float] = field(default_factory=dict)  # the plain attention's errors
+    unrepeated: list[str] = field(default_factory=list)    # deterministic: outputs that differed
     times_ms: list[float] = field(default_factory=list)
 
     def ms(self, fraction: float) -> float:
@@ -700,13 +750,17 @@ def measure_shape(shape: Shape, systems: list[System], dtype_name: str,
         return cells
     dout = douts[0] if douts else None
     references = references_for(shape, sets[0], dout)
-    check_outputs(cells, sets[0], references, dtype_name, dout)
+    plain = plain_errors(shape, sets[0], dout, references)
+    check_outputs(cells, sets[0], references, plain, dout)
     del references
     prepared: dict[str, list[Forward]] = {}  # bwd: each system's forwards, across rounds
     shares = round_shares(iters, rounds)
-    for share, order in zip(shares, round_orders(len(cells), len(shares), start)):
-        for cell in (cells[index] for index in order):
-            if cell.status != "ok":
+    # The rotation is over the systems that passed the check: with one left out, a rotation
+    # over every system would put some of the others first more often than the rest.
+    timed = [cell for cell in cells if cell.status == "ok"]
+    for share, order in zip(shares, round_orders(len(timed), len(shares), start)):
+        for cell in (timed[index] for index in order):
+            if cell.status != "ok":  # unavailable since an earlier round
                 continue
             try:
                 cell.times_ms += time_direction(cell.system, shape, sets, douts, share, warmup,
@@ -720,35 +774,39 @@ def measure_shape(shape: Shape, systems: list[System], dtype_name: str,
     return cells
 
 
-def check_outputs(cells: list[Cell], inputs: Inputs,
-                  references: "Mapping[str, torch.Tensor] | torch.Tensor", dtype_name: str,
-                  dout: Optional["torch.Tensor"] = None) -> None:
-    """Runs each system once on inputs (and dout, for the backward) and marks the
-    unavailable and the wrong ones: each output (out, dq, dk, dv: the references' names) is
-    held to its own tolerance, and one over it makes the cell wrong. references: a tensor is
-    the forward's out."""
-    if not isinstance(references, Mapping):
-        references = {"out": references}
+def check_outputs(cells: list[Cell], inputs: Inputs, references: Mapping[str, "torch.Tensor"],
+                  plain: Mapping[str, float], dout: Optional["torch.Tensor"] = None) -> None:
+    """Runs each system on inputs (and dout, for the backward) and marks the unavailable and
+    the wrong ones: each output (out, dq, dk, dv: the references' names) is held to
+    FlashAttention's rule with the plain attention's error on it (`plain`), and one over it
+    makes the cell wrong. What a system allocates starts as NaN (poison_allocator; fa3's
+    outputs are given NaN-filled); a deterministic system runs twice and must repeat its bits."""
     direction = cells[0].shape.direction if cells else "fwd"
-    diffs: dict[str, dict[str, float]] = {name: {} for name in references}
+    causal = cells[0].shape.causal if cells else False
+    scratch = [] if dout is None else fa3_workspace_sizes(inputs, causal)
     for cell in cells:
         try:
+            poison_allocator(inputs, scratch)
             outputs = cell.system.guarded(system_outputs, cell.system, direction, inputs, dout,
                                           cell.shape.causal)
             torch.cuda.synchronize()
             for name, reference in references.items():
-                difference = max_abs_difference(outputs[name], reference)
-                diffs[name][cell.system.key] = cell.diffs[name] = difference
+                cell.diffs[name] = max_abs_difference(outputs[name], reference)
+                cell.tolerances[name] = rule_tolerance(plain[name])
+            cell.plain = dict(plain)
+            if cell.system.deterministic:
+                poison_allocator(inputs, scratch)
+                again = cell.system.guarded(system_outputs, cell.system, direction, inputs, dout,
+                                            cell.shape.causal)
+                torch.cuda.synchronize()
+                cell.unrepeated = [name for name in references
+                                   if not torch.equal(outputs[name], again[name])]
+                del again
             del outputs
         except Unavailable as reason:
             cell.status, cell.reason = "unavailable", str(reason)
         except torch.cuda.OutOfMemoryError as error:
             cell.status, cell.reason = "unavailable", first_line(error)
-    for name, reference in references.items():
-        limits = tolerances(diffs[name], reference.abs().max().item(), dtype_name)
-        for cell in cells:
-            if cell.system.key in limits:
-                cell.tolerances[name] = limits[cell.system.key]
     for cell in cells:
         if cell.status == "ok" and cell.diffs:
             judge_cell(cell)
@@ -766,10 +824,14 @@ def judge_cell(cell: Cell) -> None:
     worst = max(cell.diffs, key=lambda n: share_of_tolerance(cell.diffs[n], cell.tolerances[n]))
     cell.max_diff, cell.tolerance = cell.diffs[worst], cell.tolerances[worst]
     over = [name for name in cell.diffs if not cell.diffs[name] <= cell.tolerances[name]]
-    if over:
+    reasons = [f"max |{name} - fp32 ref| = {cell.diffs[name]:.3g} > tolerance "
+               f"{cell.tolerances[name]:.3g} ({RULE_FACTOR:g} x plain "
+               f"{cell.plain.get(name, math.nan):.3g} + {RULE_SLACK:g})" for name in over]
+    if cell.unrepeated:
+        reasons.append(f"{', '.join(cell.unrepeated)} differ between two deterministic runs")
+    if reasons:
         cell.status = "wrong"
-        cell.reason = "; ".join(f"max |{name} - fp32 ref| = {cell.diffs[name]:.3g} > tolerance "
-                                f"{cell.tolerances[name]:.3g}" for name in over)
+        cell.reason = "; ".join(reasons)
 
 
 # ---- time budget ----------------------------------------------------------------------------
@@ -981,9 +1043,13 @@ def geometric_mean(values: Sequence[float]) -> float:
 def ratio_summary(all_cells: list[list[Cell]], numerator: str, denominator: str,
                   heading: str, min_seqlen: int = 0) -> str:
     """'this/prev from 2k: geomean 1.004 over 24 shapes, min 0.981 (d64 causal 2k), max ...'"""
-    pairs = [(ratio_value(cells, numerator, denominator), cells[0].shape)
+    every = [(ratio_value(cells, numerator, denominator), cells[0].shape)
              for cells in all_cells if cells[0].shape.seqlen >= min_seqlen]
-    pairs = [(value, shape) for value, shape in pairs if not math.isnan(value)]
+    pairs = [(value, shape) for value, shape in every if not math.isnan(value)]
+    # The shapes where either system was wrong or unavailable are named, not dropped unseen.
+    left_out = [f"{shape.config} {seqlen_label(shape.seqlen)}"
+                for value, shape in every if math.isnan(value)]
+    without = f"; without {', '.join(left_out)} (not both ran correctly)" if left_out else ""
     where = f"from {seqlen_label(min_seqlen)}" if min_seqlen else "all shapes"
     if not pairs:
         return f"{heading}, {where}: no shape where both ran correctly"
@@ -992,7 +1058,7 @@ def ratio_summary(all_cells: list[list[Cell]], numerator: str, denominator: str,
     return (f"{heading}, {where}: geometric mean {geometric_mean([v for v, _ in pairs]):.3f} "
             f"over {len(pairs)} shapes, min {low[0]:.3f} ({low[1].config} "
             f"{seqlen_label(low[1].seqlen)}), max {high[0]:.3f} ({high[1].config} "
-            f"{seqlen_label(high[1].seqlen)})")
+            f"{seqlen_label(high[1].seqlen)}){without}")
 
 
 # The seqlens the ratio summaries start from: all, and the backward's targets' 1k and 2k.
@@ -1179,8 +1245,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="warm-up calls before each round (default 5; --quick: 3)")
     parser.add_argument("--rounds", type=int, default=None,
                         help="rounds the timed calls are split into, the systems' order "
-                             "rotating from round to round (default 3; --side-by-side: twice "
-                             "the number of systems; 1: the order given)")
+                             "rotating from round to round (default: the least multiple of the "
+                             "number of systems from 3; --side-by-side: twice the number of "
+                             "systems; 1: the order given)")
     parser.add_argument("--quick", action="store_true",
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
     parser.add_argument("--systems", type=name_list, default=None,
@@ -1247,9 +1314,19 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     if args.public_fa3 and not os.path.isdir(args.public_fa3):
         parser.error(f"--public-fa3 {args.public_fa3}: no such directory")
 
+    for option, values in (("--seqlens", args.seqlens), ("--hdims", args.hdims),
+                           ("--causal", args.causal)):
+        if not values or len(set(values)) != len(values):
+            parser.error(f"{option} {','.join(map(str, values))}: give each value once")
+    if min(args.seqlens) < 1 or min(args.hdims) < 1:
+        parser.error("--seqlens and --hdims take positive numbers")
+    if not set(args.causal) <= {0, 1}:
+        parser.error(f"--causal {','.join(map(str, args.causal))}: 0 (not causal) and/or 1")
     if args.rounds is None:
-        args.rounds = (SIDE_BY_SIDE_ROUNDS_PER_SYSTEM * len(args.systems)
-                       if args.side_by_side else 3)
+        # A multiple of the systems' number, so that each is timed first equally often.
+        count = len(args.systems)
+        args.rounds = (SIDE_BY_SIDE_ROUNDS_PER_SYSTEM * count if args.side_by_side
+                       else count * math.ceil(3 / count))
     if args.iters is None:
         if args.side_by_side:
             args.iters = SIDE_BY_SIDE_CALLS_PER_ROUND * args.rounds

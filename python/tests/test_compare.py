@@ -119,6 +119,11 @@ def test_side_by_side_defaults(compare: ModuleType, tmp_path: Path) -> None:
     (["--dtype", "fp32"], "--dtype"),
     (["--dtype", "bf16,bf16"], "--dtype"),
     (["--rounds", "0"], "--rounds"),
+    (["--seqlens", "0"], "--seqlens"),
+    (["--hdims", "0", "--estimate-only"], "--hdims"),
+    (["--seqlens", "1024,1024"], "--seqlens"),
+    (["--causal", "2"], "--causal"),
+    (["--hdims", "-64"], "--hdims"),
 ])
 def test_argument_errors(compare: ModuleType, capsys: pytest.CaptureFixture[str],
                          arguments: list[str], message: str) -> None:
@@ -229,7 +234,8 @@ def test_the_markdown_table_has_a_row_per_shape_and_the_ratios(compare: ModuleTy
     summary = [line for line in lines if line.startswith("- ")]
     geomean = math.sqrt(400 / 380 * 600 / 600)
     assert summary[0] == (f"- this/prev, all shapes: geometric mean {geomean:.3f} over 2 "
-                          f"shapes, min 1.000 (d128 2k), max 1.053 (d128 512)")
+                          f"shapes, min 1.000 (d128 2k), max 1.053 (d128 512); without d128 "
+                          f"causal 4k (not both ran correctly)")
     assert summary[1].startswith("- this/prev, from 2k: geometric mean 1.000 over 1 shapes")
     assert summary[2].startswith("- this/public, all shapes: geometric mean")
     assert len(summary) == 4
@@ -380,6 +386,7 @@ def test_judging_a_backward_cell_holds_each_gradient_to_its_tolerance(
     cell = compare.Cell(shape, compare.System("fa3", "fa3", lambda *a: None))
     cell.diffs = {"dq": 1e-3, "dk": 4e-3, "dv": 1e-3}
     cell.tolerances = {"dq": 2e-3, "dk": 5e-3, "dv": 8e-3}
+    cell.plain = {"dq": 1e-3, "dk": 2.5e-3, "dv": 4e-3}
     compare.judge_cell(cell)
     assert cell.status == "ok"
     assert (cell.max_diff, cell.tolerance) == (4e-3, 5e-3)  # nearest its tolerance: dk
@@ -387,18 +394,46 @@ def test_judging_a_backward_cell_holds_each_gradient_to_its_tolerance(
     wrong = compare.Cell(shape, compare.System("cudnn", "cuDNN", lambda *a: None))
     wrong.diffs = {"dq": 3e-3, "dk": 1e-3, "dv": math.inf}
     wrong.tolerances = {"dq": 2e-3, "dk": 5e-3, "dv": 8e-3}
+    wrong.plain = {"dq": 1e-3, "dk": 2.5e-3, "dv": 4e-3}
     compare.judge_cell(wrong)
     assert wrong.status == "wrong"
-    assert wrong.reason.startswith("max |dq - fp32 ref| = 0.003 > tolerance 0.002; max |dv")
+    assert wrong.reason.startswith("max |dq - fp32 ref| = 0.003 > tolerance 0.002 (2 x plain "
+                                   "0.001 + 1e-05); max |dv")
     assert "dk" not in wrong.reason
+    # A deterministic system whose two runs differ is wrong though within its tolerances.
+    unrepeated = compare.Cell(shape, compare.System("fa3-det", "fa3 det", lambda *a: None,
+                                                    deterministic=True))
+    unrepeated.diffs, unrepeated.tolerances = dict(cell.diffs), dict(cell.tolerances)
+    unrepeated.unrepeated = ["dq"]
+    compare.judge_cell(unrepeated)
+    assert unrepeated.status == "wrong"
+    assert unrepeated.reason == "dq differ between two deterministic runs"
+
+
+def test_the_tolerance_is_flashattentions_rule(compare: ModuleType) -> None:
+    assert compare.rule_tolerance(1e-3) == pytest.approx(2e-3 + 1e-5)
+    assert compare.rule_tolerance(0.0) == pytest.approx(1e-5)
+    # A plain error that is not finite bounds nothing: every system over it.
+    assert compare.rule_tolerance(math.inf) == 0.0
+    assert compare.rule_tolerance(math.nan) == 0.0
+
+
+def test_the_default_rounds_give_each_system_the_first_place_equally_often(
+        compare: ModuleType) -> None:
+    for systems, rounds in (("fa3", 3), ("fa3,cudnn", 4), ("fa3,cudnn,flash", 3),
+                            ("fa3,fa3-det,cudnn,flash", 4)):
+        args = compare.parse_args(["--systems", systems, "--direction", "bwd"]
+                                  if "det" in systems else ["--systems", systems])
+        assert args.rounds == rounds
+        assert args.rounds % len(args.systems) == 0 or len(args.systems) == 1
 
 
 def test_the_forward_check_keeps_its_reason(compare: ModuleType) -> None:
     cell = compare.Cell(compare.Shape(512, 64, False),
                         compare.System("fa3", "fa3", lambda *a: None))
-    cell.diffs, cell.tolerances = {"out": 0.5}, {"out": 0.01}
+    cell.diffs, cell.tolerances, cell.plain = {"out": 0.5}, {"out": 0.01}, {"out": 0.005}
     compare.judge_cell(cell)
-    assert cell.reason == "max |out - fp32 ref| = 0.5 > tolerance 0.01"
+    assert cell.reason == "max |out - fp32 ref| = 0.5 > tolerance 0.01 (2 x plain 0.005 + 1e-05)"
     assert compare.describe_cell(cell).startswith("WRONG (max |out")
 
 
