@@ -1,0 +1,25 @@
+#!/bin/bash
+# v80: the review's mends of the tools on the GPU (no kernel and no library change: libfa3.so
+# is v79's d1e7dabf).
+#   a: compare.py's new check (test_compare_gpu.py: defects planted in fa3-based systems),
+#      fa3-sass over every production kernel (a cubin now checked whole), fa3-tune's backward
+#      check in both reduction orders (d64 causal bf16, the _lf entry included), the whole
+#      Python suite (the error rule now requires a finite plain error).
+#   b: the backward side by side with compare.py's new check (FlashAttention's rule for every
+#      system, both ends of the batch, NaN-poisoned outputs, fa3-det run twice).
+cd "$(dirname "$0")/../../.."
+. docs/runs/gpu_run.sh
+gpu_run_header build/libfa3.so build/fa3_tests build/fa3-sass build/fa3-tune
+case ${1:-a} in
+  a)
+    step compare_gpu 150 tools/run_python_tests.sh -q python/tests/test_compare_gpu.py
+    step sass 240 build/fa3-sass --lib build/libfa3.so
+    step tune 240 build/fa3-tune --direction bwd --dtype bf16 --hdim 64 --causal 1 --quick \
+      --out "$OUT/tune_bwd_d64_causal.json"
+    step python 150 tools/run_python_tests.sh -q ;;
+  b)
+    SIDE_BY_SIDE_BWD_ARGS="--systems fa3,fa3-det,fa3-public,cudnn --rounds 8" \
+      timeout --signal=KILL 560 tools/gpu-check.sh side-by-side-bwd > "$OUT/side_by_side.log" 2>&1
+    echo "rc=$?" >> "$OUT/side_by_side.log"; tail -4 "$OUT/side_by_side.log"
+    for d in bf16 fp16; do echo "== side_by_side_bwd_$d.md"; cat "$OUT/side_by_side_bwd_$d.md"; done ;;
+esac
