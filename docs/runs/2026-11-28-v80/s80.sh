@@ -9,7 +9,7 @@
 #      system, both ends of the batch, NaN-poisoned outputs, fa3-det run twice).
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
-gpu_run_header build/libfa3.so build/fa3_tests build/fa3-sass build/fa3-tune
+gpu_run_header build/libfa3.so build/fa3-sass build/fa3-tune
 case ${1:-a} in
   a)
     step compare_gpu 150 tools/run_python_tests.sh -q python/tests/test_compare_gpu.py
