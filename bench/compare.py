@@ -43,8 +43,8 @@ Method, the same for every system:
 - before timing, each system's output on set 0 is compared with a float32 SDPA (math
   backend, no TF32) reference on two heads of the first batch and two of the last, every
   row, by FlashAttention's rule: its max |difference| must be at most twice that of the
-  plain attention in the inputs' dtype (SDPA's math backend in bf16 / fp16, its gradients
-  by autograd) plus 1e-5. A system over it is marked WRONG and not timed. The check's
+  plain attention in the inputs' dtype (Q K^T, the scaling, P and P V each rounded to
+  bf16 / fp16, softmax in fp32 inside; its gradients by autograd) plus 1e-5. A system over it is marked WRONG and not timed. The check's
   outputs start as NaN where a system allocates them (the caching allocator's free blocks
   of those sizes are filled with NaN first; fa3's are passed in NaN), so a system that
   leaves some unwritten cannot pass on another's values, and a deterministic system
@@ -482,13 +482,34 @@ def checked_slice(out_bshd: "torch.Tensor") -> "torch.Tensor":
     return torch.cat((out_bshd[0, :, :CHECKED_HEADS], out_bshd[-1, :, -CHECKED_HEADS:]), dim=1)
 
 
+def sdpa_math(rows: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+              mask: Optional["torch.Tensor"]) -> "torch.Tensor":
+    """The float32 reference's attention: SDPA's math backend (no TF32 under no_tf32)."""
+    with sdpa_kernel(SDPBackend.MATH):
+        return F.scaled_dot_product_attention(rows, k, v, attn_mask=mask)
+
+
+def plain_attention(rows: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
+                    mask: Optional["torch.Tensor"]) -> "torch.Tensor":
+    """The plain attention in the inputs' dtype, as FlashAttention's rule means it: S = Q K^T
+    and its scaling each rounded to the dtype, softmax (fp32 inside, P rounded), P V. Not
+    SDPA's math backend, which computes bf16 / fp16 inputs in float32 (PyTorch >= 2.5, unless
+    allow_fp16_bf16_reduction_math_sdp) and so is no plain same-precision implementation."""
+    scores = (rows @ k.transpose(-1, -2)) * (1.0 / math.sqrt(rows.size(-1)))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, -math.inf)
+    return torch.softmax(scores, dim=-1) @ v
+
+
 def attention_reference(inputs: Inputs, dout: Optional["torch.Tensor"], causal: bool,
-                        dtype: "torch.dtype", chunk_bytes: int) -> dict[str, "torch.Tensor"]:
-    """SDPA's math backend (no TF32) in `dtype` on checked_slice: out and, given dout, dq,
-    dk and dv by autograd. In query-row chunks of at most chunk_bytes of scores, exact for
-    out and dq (the softmax is per row); dk and dv, sums over the rows, are added up over
-    the chunks in float32. Returns (seqlen, heads, head_dim) tensors in `dtype` (float32:
-    the reference; the inputs' dtype: the plain attention of FlashAttention's rule)."""
+                        dtype: "torch.dtype", chunk_bytes: int,
+                        attend: Callable[..., "torch.Tensor"]) -> dict[str, "torch.Tensor"]:
+    """attend (sdpa_math or plain_attention) in `dtype` on checked_slice: out and, given
+    dout, dq, dk and dv by autograd. In query-row chunks of at most chunk_bytes of scores,
+    exact for out and dq (the softmax is per row); dk and dv, sums over the rows, are added
+    up over the chunks in float32. Returns (seqlen, heads, head_dim) tensors in `dtype`
+    (float32: the reference; the inputs' dtype: the plain attention of FlashAttention's
+    rule)."""
     q, k, v = (checked_slice(x).to(dtype).transpose(0, 1).unsqueeze(0) for x in inputs)
     grad = checked_slice(dout).to(dtype).transpose(0, 1).unsqueeze(0) if dout is not None else None
     k, v = k.requires_grad_(grad is not None), v.requires_grad_(grad is not None)
@@ -496,7 +517,7 @@ def attention_reference(inputs: Inputs, dout: Optional["torch.Tensor"], causal: 
     rows_per_chunk = max(1, chunk_bytes // (q.element_size() * q.size(1) * k.size(2)))
     outs, dqs = [], []
     dk, dv = torch.zeros_like(k, dtype=torch.float32), torch.zeros_like(v, dtype=torch.float32)
-    with sdpa_kernel(SDPBackend.MATH), no_tf32(), torch.set_grad_enabled(grad is not None):
+    with no_tf32(), torch.set_grad_enabled(grad is not None):
         for start in range(0, seqlen, rows_per_chunk):
             stop = min(seqlen, start + rows_per_chunk)
             rows = q[:, :, start:stop].detach().requires_grad_(grad is not None)
@@ -504,7 +525,7 @@ def attention_reference(inputs: Inputs, dout: Optional["torch.Tensor"], causal: 
             if causal:  # query i (absolute) sees keys j <= i
                 positions = torch.arange(start, stop, device=q.device).unsqueeze(1)
                 mask = torch.arange(k.size(2), device=q.device).unsqueeze(0) <= positions
-            out = F.scaled_dot_product_attention(rows, k, v, attn_mask=mask)
+            out = attend(rows, k, v, mask)
             outs.append(out.detach())
             if grad is not None:
                 d_rows, d_k, d_v = torch.autograd.grad(out, (rows, k, v), grad[:, :, start:stop])
@@ -527,7 +548,7 @@ def references_for(shape: Shape, inputs: Inputs,
     (fwd), dq, dk, dv (bwd), all four (fwdbwd)."""
     return outputs_of_direction(shape.direction, attention_reference(
         inputs, dout if shape.direction != "fwd" else None, shape.causal, torch.float32,
-        REFERENCE_CHUNK_BYTES))
+        REFERENCE_CHUNK_BYTES, sdpa_math))
 
 
 def plain_errors(shape: Shape, inputs: Inputs, dout: Optional["torch.Tensor"],
@@ -536,7 +557,7 @@ def plain_errors(shape: Shape, inputs: Inputs, dout: Optional["torch.Tensor"],
     errors FlashAttention's rule doubles into each system's bound."""
     plain = outputs_of_direction(shape.direction, attention_reference(
         inputs, dout if shape.direction != "fwd" else None, shape.causal, inputs[0].dtype,
-        PLAIN_CHUNK_BYTES))
+        PLAIN_CHUNK_BYTES, plain_attention))
     errors = {}
     for name, reference in references.items():
         error = (plain[name].float() - reference).abs().max().item()

@@ -5,7 +5,8 @@
 #      fa3-sass over every production kernel (a cubin now checked whole), fa3-tune's backward
 #      check in both reduction orders (d64 causal bf16, the _lf entry included), the whole
 #      Python suite (the error rule now requires a finite plain error).
-#   b: the backward side by side with compare.py's new check (FlashAttention's rule for every
+#   b: the Python suite again (compare.py's plain attention now computed in 16-bit by explicit
+#      ops: SDPA's math backend upcasts), then the backward side by side with compare.py's new check (FlashAttention's rule for every
 #      system, both ends of the batch, NaN-poisoned outputs, fa3-det run twice).
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
@@ -18,6 +19,7 @@ case ${1:-a} in
       --out "$OUT/tune_bwd_d64_causal.json"
     step python 150 tools/run_python_tests.sh -q ;;
   b)
+    step python 150 tools/run_python_tests.sh -q
     SIDE_BY_SIDE_BWD_ARGS="--systems fa3,fa3-det,fa3-public,cudnn --rounds 8" \
       timeout --signal=KILL 560 tools/gpu-check.sh side-by-side-bwd > "$OUT/side_by_side.log" 2>&1
     echo "rc=$?" >> "$OUT/side_by_side.log"; tail -4 "$OUT/side_by_side.log"
