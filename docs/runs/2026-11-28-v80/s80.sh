@@ -10,7 +10,7 @@
 #      system, both ends of the batch, NaN-poisoned outputs, fa3-det run twice).
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
-gpu_run_header build/libfa3.so build/fa3-sass build/fa3-tune
+gpu_run_header build/libfa3.so
 case ${1:-a} in
   a)
     step compare_gpu 150 tools/run_python_tests.sh -q python/tests/test_compare_gpu.py
@@ -24,4 +24,11 @@ case ${1:-a} in
       timeout --signal=KILL 560 tools/gpu-check.sh side-by-side-bwd > "$OUT/side_by_side.log" 2>&1
     echo "rc=$?" >> "$OUT/side_by_side.log"; tail -4 "$OUT/side_by_side.log"
     for d in bf16 fp16; do echo "== side_by_side_bwd_$d.md"; cat "$OUT/side_by_side_bwd_$d.md"; done ;;
+  c)  # after the last test fix: the Python suite, and fa3-bench's deterministic backward
+      # check (one run in that order, twice, bit for bit) on GQA-free odd shapes
+    step python 150 tools/run_python_tests.sh -q
+    step bench_det 200 build/fa3-bench --direction bwd --deterministic --check --dtype bf16,fp16 \
+      --hdim 64,128,256 --causal 0,1 --seqlen 1000 --batch 2 --heads 4
+    step bench_default 200 build/fa3-bench --direction fwdbwd --check --dtype bf16 \
+      --hdim 64,128,256 --causal 0,1 --seqlen-q 1000 --seqlen-k 777 --batch 2 --heads 4 ;;
 esac
