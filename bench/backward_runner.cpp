@@ -110,8 +110,7 @@ Outcome BackwardRunner::prepare_sets(const Problem& p, BackwardSets* in) {
   in->set_bytes = at;
 
   const size_t free_bytes = free_device_memory();
-  in->count = buffer_sets(in->set_bytes, device_.l2_bytes, free_bytes / 2,
-                          settings_.warmup + timer_.iters());
+  in->count = buffer_sets(in->set_bytes, device_.l2_bytes, free_bytes / 2);
   if (in->count == 0)
     return Outcome::failure("out of memory: one set of Q, K, V, dO, O, LSE, dQ, dK, dV and the "
                             "workspace needs " + format_bytes(static_cast<double>(in->set_bytes)) +
@@ -267,7 +266,7 @@ Outcome BackwardRunner::time_round(const Problem& p, const BackwardSets& in,
                                    const std::string& kernel, TimingStats* stats,
                                    std::vector<double>* samples) {
   const Outcome o = timer_.measure(
-      stream_, settings_.warmup, in.count,
+      stream_, settings_.warmup, in.count, &in.next_call,
       [&](int set) { return launch(p, in, set, kernel, settings_.deterministic); },
       stats, samples);
   if (o.ok) cool_down(settings_.cooldown, *samples);

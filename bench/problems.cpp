@@ -100,13 +100,12 @@ double direction_flops(const Problem& p, Direction direction) {
 
 double tflops(double flops, double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0; }
 
-int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget, int launches) {
+int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget) {
   if (bytes_per_set == 0) return 1;
   const size_t fit = memory_budget / bytes_per_set;
   if (fit == 0) return 0;
   const size_t target = 3 * l2_bytes;
-  size_t wanted = (target + bytes_per_set - 1) / bytes_per_set;
-  wanted = std::max<size_t>(1, std::min<size_t>(wanted, static_cast<size_t>(std::max(1, launches))));
+  const size_t wanted = std::max<size_t>(1, (target + bytes_per_set - 1) / bytes_per_set);
   return static_cast<int>(std::min(wanted, fit));
 }
 

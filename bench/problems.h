@@ -50,9 +50,11 @@ double tflops(double flops, double ms);
 
 // How many sets of input buffers (Q, K, V, O) a measurement rotates over: enough that
 // sets x bytes_per_set >= 3 x L2, so no launch finds its inputs still in L2 from an earlier
-// launch; no more than `launches` (the rest would never be read) and no more than fit in
-// memory_budget bytes. At least 1 when one set fits, 0 when not even one does.
-int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget, int launches);
+// launch, and no more than fit in memory_budget bytes. Also when there are more sets than
+// launches: the sets are filled in order, so those the launches read (the first ones) were
+// pushed out of L2 by the later ones' filling. At least 1 when one set fits, 0 when not even
+// one does.
+int buffer_sets(size_t bytes_per_set, size_t l2_bytes, size_t memory_budget);
 
 // What a kernel's name says about its algorithm, for the "variant" column (--ablation,
 // --all-configs): its options as a tuning table's config writes them (the registry,

@@ -74,8 +74,7 @@ Outcome Runner::prepare_inputs(const Problem& p, InputSets* in) {
   in->set_bytes = align_up(in->o_offset + in->q_bytes, kTensorAlignment);
   // Half of the free memory at most: the baseline's S and P come out of the other half.
   const size_t free_bytes = free_device_memory();
-  in->count = buffer_sets(in->set_bytes, device_.l2_bytes, free_bytes / 2,
-                          settings_.warmup + timer_.iters());
+  in->count = buffer_sets(in->set_bytes, device_.l2_bytes, free_bytes / 2);
   if (in->count == 0)
     return Outcome::failure("out of memory: one set of Q, K, V, O needs " +
                             format_bytes(static_cast<double>(in->set_bytes)) + ", " +
@@ -188,7 +187,7 @@ Outcome Runner::measure_fa3(const Problem& p, const InputSets& in, const KernelC
   TimingStats timing;
   // Timed launches pass no LSE buffer: the inference-style forward (O only).
   const Outcome o = timer_.measure(
-      stream_, settings_.warmup, in.count,
+      stream_, settings_.warmup, in.count, &in.next_call,
       [&](int set) { return launch_fa3(p, in.set(set), k, nullptr); }, &timing, samples);
   if (o.ok) row->timing = timing;
   if (o.ok && samples) cool_down(*samples);
@@ -239,7 +238,7 @@ Outcome Runner::time_more_rounds(const Problem& p, const InputSets& in,
   auto time_once = [&](size_t i, std::vector<double>* samples) {
     TimingStats stats;
     const Outcome o = timer_.measure(
-        stream_, settings_.warmup, in.count,
+        stream_, settings_.warmup, in.count, &in.next_call,
         [&](int set) { return launch_fa3(p, in.set(set), kernels[i], nullptr); }, &stats, samples);
     if (o.ok) cool_down(*samples);
     return o;
@@ -272,7 +271,8 @@ BaselineResult Runner::measure_baseline(const Problem& p, const InputSets& in,
     o = check_output(p, in, *ref, [&] { return launch(0); }, nullptr, &check);
     if (o.ok) result.check = check;
   }
-  if (o.ok) o = timer_.measure(stream_, settings_.warmup, in.count, launch, &result.timing);
+  if (o.ok) o = timer_.measure(stream_, settings_.warmup, in.count, &in.next_call, launch,
+                                 &result.timing);
   if (!o.ok) {
     if (o.fatal) *fatal = o;
     return {State::Failed, o.reason, {}, result.check};

@@ -76,6 +76,7 @@ struct InputSets {
   size_t q_bytes = 0, kv_bytes = 0;
   size_t q_offset = 0, k_offset = 0, v_offset = 0, o_offset = 0, set_bytes = 0;
   int count = 0;
+  mutable int next_call = 0;  // LaunchTimer::measure's position in the rotation over the sets
   AttentionBuffers set(int s) const;
 };
 

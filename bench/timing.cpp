@@ -40,16 +40,18 @@ Outcome drain_after_failure(cudaStream_t stream, const Outcome& launch_failure) 
 
 }  // namespace
 
-Outcome LaunchTimer::measure(cudaStream_t stream, int warmup, int sets, const Launch& launch,
-                             TimingStats* stats, std::vector<double>* samples_out) {
-  int call = 0;
-  for (int i = 0; i < warmup; ++i, ++call) {
-    const Outcome o = launch(call % sets);
+Outcome LaunchTimer::measure(cudaStream_t stream, int warmup, int sets, int* next_call,
+                             const Launch& launch, TimingStats* stats,
+                             std::vector<double>* samples_out) {
+  int& call = *next_call;
+  call %= sets;
+  for (int i = 0; i < warmup; ++i, call = (call + 1) % sets) {
+    const Outcome o = launch(call);
     if (!o.ok) return drain_after_failure(stream, o);
   }
-  for (int i = 0; i < iters(); ++i, ++call) {
+  for (int i = 0; i < iters(); ++i, call = (call + 1) % sets) {
     Outcome o = cuda_outcome(cudaEventRecord(start_[i], stream), "cudaEventRecord");
-    if (o.ok) o = launch(call % sets);
+    if (o.ok) o = launch(call);
     if (o.ok) o = cuda_outcome(cudaEventRecord(stop_[i], stream), "cudaEventRecord");
     if (!o.ok) return drain_after_failure(stream, o);
   }

@@ -27,9 +27,12 @@ class LaunchTimer {
   int iters() const { return static_cast<int>(start_.size()); }
 
   // launch(set) `warmup` times untimed, then iters() times between event pairs; launch
-  // number c uses set c % sets, so consecutive launches read different buffers.
-  // `samples` (optional) gets each timed launch's milliseconds.
-  Outcome measure(cudaStream_t stream, int warmup, int sets, const Launch& launch,
+  // number c uses set c % sets, so consecutive launches read different buffers. c starts at
+  // *next_call and *next_call is left after the last launch: the measurements of one problem
+  // (its rounds, its kernels) walk on through the sets, so a set comes round again only
+  // after every other one has been read. `samples` (optional) gets each timed launch's
+  // milliseconds.
+  Outcome measure(cudaStream_t stream, int warmup, int sets, int* next_call, const Launch& launch,
                   TimingStats* stats, std::vector<double>* samples = nullptr);
 
  private:
