@@ -31,4 +31,11 @@ case ${1:-a} in
       --hdim 64,128,256 --causal 0,1 --seqlen 1000 --batch 2 --heads 4
     step bench_default 200 build/fa3-bench --direction fwdbwd --check --dtype bf16 \
       --hdim 64,128,256 --causal 0,1 --seqlen-q 1000 --seqlen-k 777 --batch 2 --heads 4 ;;
+  d)  # the input sets of small problems (>= 3 x L2 whatever the launch count, the rounds
+      # walking on through them): fa3-bench forward and backward rows in 3 rounds, checked
+    step bench_small_fwd 120 build/fa3-bench --check --dtype bf16 --hdim 64,128 --causal 0,1 \
+      --seqlen 256,1000 --batch 1 --heads 2 --rounds 3
+    step bench_small_bwd 120 build/fa3-bench --direction bwd --check --dtype bf16 --hdim 64,128 \
+      --causal 0,1 --seqlen 256,1000 --batch 1 --heads 2 --rounds 3
+    step bench_grid_row 120 build/fa3-bench --check --dtype bf16 --hdim 128 --causal 0 --seqlen 8k ;;
 esac
