@@ -6,7 +6,6 @@ the tables, the time estimate).
 from __future__ import annotations
 
 import csv
-import importlib.util
 import math
 import os
 import subprocess
@@ -16,9 +15,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from compare_script import COMPARE, load_compare
 
 REPO_DIR = Path(__file__).resolve().parents[2]
-COMPARE = REPO_DIR / "bench" / "compare.py"
 
 
 def hidden_torch_env(directory: Path) -> dict[str, str]:
@@ -65,12 +64,7 @@ def test_a_run_without_torch_says_so(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fa3_bench_compare", COMPARE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return load_compare("fa3_bench_compare")
 
 
 def test_parsing_the_arguments_does_not_import_torch(compare: ModuleType) -> None:

@@ -8,10 +8,7 @@ fa3's own backward, and the check must call exactly that system WRONG, for that 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,16 +16,12 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed")
 
-COMPARE = Path(__file__).resolve().parents[2] / "bench" / "compare.py"
+from compare_script import load_compare  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def compare() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fa3_bench_compare_gpu", COMPARE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
+    module = load_compare("fa3_bench_compare_gpu")
     module.import_torch()
     return module
 
