@@ -44,11 +44,12 @@ Method, the same for every system:
   backend, no TF32) reference on two heads of the first batch and two of the last, every
   row, by FlashAttention's rule: its max |difference| must be at most twice that of the
   plain attention in the inputs' dtype (Q K^T, the scaling, P and P V each rounded to
-  bf16 / fp16, softmax in fp32 inside; its gradients by autograd) plus 1e-5. A system over it is marked WRONG and not timed. The check's
-  outputs start as NaN where a system allocates them (the caching allocator's free blocks
-  of those sizes are filled with NaN first; fa3's are passed in NaN), so a system that
-  leaves some unwritten cannot pass on another's values, and a deterministic system
-  (fa3-det, fa3-prev-det) runs twice and must give the same bits.
+  bf16 / fp16, softmax in fp32 inside; its gradients by autograd) plus 1e-5. A system over
+  it is marked WRONG and not timed. The check's outputs start as NaN where a system
+  allocates them (the caching allocator's free blocks of those sizes are filled with NaN
+  first; fa3's are passed in NaN), so a system that leaves some unwritten cannot pass on
+  another's values, and a deterministic system (fa3-det, fa3-prev-det) runs twice and must
+  give the same bits.
 - the timed calls come in --rounds rounds (default 3; --side-by-side: twice the number of
   systems), and the order of the systems that passed the check rotates from one round to
   the next (and its start from one shape to the next), so each system is timed first as

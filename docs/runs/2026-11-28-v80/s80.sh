@@ -38,4 +38,10 @@ case ${1:-a} in
     step bench_small_bwd 120 build/fa3-bench --direction bwd --check --dtype bf16 --hdim 64,128 \
       --causal 0,1 --seqlen 256,1000 --batch 1 --heads 2 --rounds 3
     step bench_grid_row 120 build/fa3-bench --check --dtype bf16 --hdim 128 --causal 0 --seqlen 8k ;;
+  e)  # the last Python changes (test_compare_gpu's non-repeating system, one compare.py
+      # loader), and the forward side by side under compare.py's new check (quick grid)
+    step python 150 tools/run_python_tests.sh -q
+    step compare_fwd 400 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
+      python3 bench/compare.py --side-by-side --quick --systems fa3,fa3-lse,fa3-public,cudnn \
+      --public-fa3 .anchors/fa3 --out-dir "$OUT" ;;
 esac
