@@ -123,6 +123,10 @@ def _check_tensor(torch: Any, name: str, tensor: Any,
     if tensor.dim() != 4:
         raise ValueError(f"{name} must have 4 dimensions (batch, seqlen, heads, head_dim), "
                          f"got shape {tuple(tensor.shape)}")
+    # An empty tensor's data_ptr() is 0: the library would call it missing, not empty.
+    if 0 in tensor.shape:
+        raise ValueError(f"{name} has shape {tuple(tensor.shape)}: fa3 needs batch, seqlen, "
+                         f"heads and head_dim of at least 1")
     # fa3_tensor has no head_dim stride: the C API can only describe a contiguous last dim.
     if tensor.size(3) > 1 and tensor.stride(3) != 1:
         raise ValueError(f"{name} must be contiguous in its last (head_dim) dimension, got "
@@ -147,9 +151,11 @@ def _params(causal: bool, softmax_scale: Optional[float],
         scale = 0.0  # the C API's "1/sqrt(head_dim)"
     else:
         scale = float(softmax_scale)
-        # 0 would silently mean the default in C; other bad values are the library's to reject.
-        if scale == 0.0:
-            raise ValueError("softmax_scale must not be 0; pass None for 1/sqrt(head_dim)")
+        # 0 would silently mean the default in C, and so would a value that float32 rounds to
+        # 0 (below ~1.4e-45); other bad values are the library's to reject.
+        if ctypes.c_float(scale).value == 0.0:
+            raise ValueError(f"softmax_scale {softmax_scale!r} is 0 in float32, which the C API "
+                             f"reads as the default; pass None for 1/sqrt(head_dim)")
     return Fa3Params(softmax_scale=scale, causal=1 if causal else 0,
                      deterministic=1 if deterministic else 0)
 
@@ -447,11 +453,16 @@ _attention_function: Optional[Any] = None  # the torch.autograd.Function, made o
 
 
 def _usable_gradient(torch: Any, dout: "torch.Tensor") -> "torch.Tensor":
-    """autograd may hand the backward a gradient fa3_tensor cannot describe: an expanded one
-    (``out.sum().backward()`` gives stride 0 in every dimension) or one whose last dimension
-    is not contiguous. Those are copied; any other layout is passed as it is."""
+    """autograd may hand the backward a gradient fa3_backward cannot take: an expanded one
+    (``out.sum().backward()`` gives stride 0 in every dimension), one whose last dimension is
+    not contiguous, or one that breaks TMA's 16-byte rules (address and strides; a narrowed
+    slice of a wider gradient, as ``torch.cat([out, x], -1)`` gives). Those are copied; any
+    other layout is passed as it is."""
     expanded = any(stride == 0 and size > 1 for stride, size in zip(dout.stride(), dout.shape))
-    if expanded or (dout.size(-1) > 1 and dout.stride(-1) != 1):
+    unaligned = dout.data_ptr() % 16 != 0 or any(
+        size > 1 and (stride * dout.element_size()) % 16 != 0
+        for stride, size in zip(dout.stride()[:3], dout.shape[:3]))
+    if expanded or unaligned or (dout.size(-1) > 1 and dout.stride(-1) != 1):
         return dout.contiguous()
     return dout
 

@@ -34,6 +34,11 @@ class Fa3Error(RuntimeError):
         where = f"{function}: " if function else ""
         super().__init__(f"{where}{status_name}: {detail}" if detail else f"{where}{status_name}")
 
+    def __reduce__(self) -> tuple:
+        # args holds the message alone: pickling (multiprocessing, process pools) needs the
+        # constructor's own arguments back.
+        return (type(self), (self.status, self.status_name, self.detail, self.function))
+
 
 class LibraryNotFoundError(OSError):
     """libfa3.so was not found or could not be loaded; the message lists what was tried."""

@@ -373,6 +373,30 @@ def test_attention_with_a_scalar_loss(device: torch.device) -> None:
     assert_same_bits((q.grad, k.grad, v.grad), direct, "out.sum().backward()")
 
 
+def test_attention_under_a_narrowed_gradient(device: torch.device) -> None:
+    """torch.cat([out, x], -1) hands the backward a narrowed slice of a wider gradient: its
+    strides break TMA's 16-byte rule (head stride 128 + 3 elements, 262 bytes). It is made
+    contiguous first, as any PyTorch op would take it."""
+    q, k, v = (x.requires_grad_() for x in qkv(1, 130, 130, 2, 2, 128, torch.bfloat16, device))
+    out = fa3.attention(q, k, v, causal=True, deterministic=True)
+    extra = torch.randn(*out.shape[:3], 3, dtype=out.dtype, device=device)
+    wide = torch.cat([out, extra], dim=-1)
+    dwide = torch.randn_like(wide)
+    wide.backward(dwide)
+    dout = dwide[..., :128]
+    assert (dout.stride(2) * dout.element_size()) % 16 != 0  # what autograd passed on
+    _, direct = direct_gradients(q, k, v, dout.contiguous(), True)
+    assert_same_bits((q.grad, k.grad, v.grad), direct, "narrowed gradient")
+
+
+def test_empty_tensors_are_refused_by_name(device: torch.device) -> None:
+    q, k, v = qkv(1, 16, 16, 2, 2, 64, torch.float16, device)
+    with pytest.raises(ValueError, match=r"k has shape \(1, 0, 2, 64\)"):
+        fa3.forward(q, k[:, :0], v[:, :0])
+    with pytest.raises(ValueError, match=r"q has shape \(0, 16, 2, 64\)"):
+        fa3.attention(q[:0], k, v)
+
+
 def test_attention_for_some_inputs_only(device: torch.device) -> None:
     q, k, v = qkv(1, 128, 128, 2, 2, 128, torch.bfloat16, device)
     q.requires_grad_()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import importlib.util
 import json
+import pickle
 import re
 import shutil
 from pathlib import Path
@@ -145,6 +146,11 @@ def test_every_place_that_builds_params_sets_every_field() -> None:
     assert (params.softmax_scale, params.causal, params.deterministic) == (0.5, 1, 1)
     default = api._params(False, None)
     assert (default.softmax_scale, default.causal, default.deterministic) == (0.0, 0, 0)
+    # A scale float32 rounds to 0 would be the C API's "default": refused, as 0 is.
+    for tiny in (0.0, 1e-46, -1e-46):
+        with pytest.raises(ValueError, match="softmax_scale"):
+            api._params(False, tiny)
+    assert api._params(False, 1e-44).softmax_scale > 0  # a float32 subnormal: a real scale
     # Fa3Params is built in api._params only (one place to keep in step with the header).
     source = Path(api.__file__).read_text()
     assert source.count("Fa3Params(") == 1, "build fa3_params through api._params"
@@ -374,6 +380,11 @@ def test_fa3_error_message_carries_status_and_sentence() -> None:
     assert isinstance(error, RuntimeError)
     assert str(error) == ("fa3_forward: FA3_ERR_UNSUPPORTED: "
                           "q.head_dim is 96; head_dim must be 64, 128 or 256")
+    # It crosses process boundaries (multiprocessing pickles a worker's exception) whole.
+    again = pickle.loads(pickle.dumps(error))
+    assert type(again) is fa3.Fa3Error and str(again) == str(error)
+    assert (again.status, again.status_name, again.detail, again.function) == (
+        error.status, error.status_name, error.detail, error.function)
 
 
 # ---- a second library in the same process (bench/compare.py's fa3-prev) -------------------

@@ -44,4 +44,10 @@ case ${1:-a} in
     step compare_fwd 400 env PYTHONUNBUFFERED=1 FA3_LIBRARY="$PWD/build/libfa3.so" \
       python3 bench/compare.py --side-by-side --quick --systems fa3,fa3-lse,fa3-public,cudnn \
       --public-fa3 .anchors/fa3 --out-dir "$OUT" ;;
+  f)  # the forward GPU tests after their review (whole-tensor poison scans, guards after O
+      # and the LSE, empty rows' O exactly 0, a finite plain error, calls without an LSE in
+      # the shape matrix, a Q/O-over-2^31 case), and the binding's mends in Python
+    step forward 330 build/fa3_tests '[gpu][forward]~[large]'
+    step forward_large 200 build/fa3_tests '[gpu][forward][large]'
+    step python 60 tools/run_python_tests.sh -q ;;
 esac
