@@ -359,9 +359,6 @@ fa3::FwdConfig config_of(const std::string& name) {
   return *config;
 }
 
-// The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
-// the kernels whose names contain one of the substrings (a first, short check of new
-// kernels); the run then says so, and is not the whole test.
 // Whether FA3_TEST_KERNELS narrows the kernels (forward_kernels_to_test).
 bool kernels_narrowed() {
   const char* env = std::getenv("FA3_TEST_KERNELS");
@@ -379,6 +376,9 @@ void require_some_kernels(int tested, const char* kind) {
   FAIL("no compiled " << kind << " kernel: this test would check nothing");
 }
 
+// The compiled forward kernels, in registry order. FA3_TEST_KERNELS=A,B,... narrows them to
+// the kernels whose names contain one of the substrings (a first, short check of new
+// kernels); the run then says so, and is not the whole test.
 std::vector<std::string> forward_kernels_to_test() {
   std::vector<std::string> only;
   if (kernels_narrowed()) {
@@ -675,7 +675,7 @@ TEST_CASE("the dynamic tile scheduler: back-to-back launches and concurrent stre
 
 TEST_CASE("fa3_forward with Q and O over 2^31 elements", "[gpu][forward][large]") {
   // q and o of 2 x 8192 x 1032 x 128 = 2.16e9 elements: offsets past 2^31 in every
-  // query-side index (the last (batch, head) pairs' tiles), MQA-like GQA 8 over 129 K/V heads.
+  // query-side index (the last (batch, head) pairs' tiles), GQA 8 over 129 K/V heads.
   // Sampled rows of every (batch, head) against float64; every element of O and the LSE
   // checked written, and the guards after them untouched. About 9 GB of GPU memory and 25 GB
   // of host memory. (K and V past 2^31 reach fa3_forward in the backward's [large] test,
