@@ -97,19 +97,42 @@ def _enum_members(header: str, enum_name: str) -> list[str]:
     return [m for m in members if m]
 
 
-def _struct_fields(header: str, struct_name: str) -> list[str]:
+def _struct_declarations(header: str, struct_name: str) -> list[tuple[str, str]]:
+    """(C type, field name) of each field of a typedef'd struct, in order: "int64_t batch,
+    seqlen" gives ("int64_t", "batch"), ("int64_t", "seqlen"); "void* data" ("void*", "data")."""
     body = re.search(r"typedef struct\s*\{([^}]*)\}\s*" + struct_name + r"\s*;", header)
     assert body, f"{struct_name} not found in {HEADER}"
+    text = re.sub(r"/\*.*?\*/", " ", body.group(1), flags=re.S)
     fields = []
-    for declaration in body.group(1).split(";"):
+    for declaration in text.split(";"):
         declaration = declaration.strip()
         if not declaration:
             continue
-        # "int64_t batch, seqlen, heads" -> batch, seqlen, heads; "void* data" -> data
         first, *others = declaration.split(",")
-        fields.append(re.findall(r"\w+", first)[-1])
-        fields += [name.strip() for name in others]
+        c_type, name = re.match(r"(.*?)(\w+)\s*$", first).groups()
+        c_type = c_type.replace(" ", "")
+        fields.append((c_type, name))
+        fields += [(c_type, other.strip()) for other in others]
     return fields
+
+
+def _struct_fields(header: str, struct_name: str) -> list[str]:
+    return [name for _, name in _struct_declarations(header, struct_name)]
+
+
+# The ctypes type each C type of the header's structs is mirrored by (a C enum is an int on
+# every ABI fa3 targets).
+CTYPE_OF = {"void*": ctypes.c_void_p, "fa3_dtype": ctypes.c_int, "int64_t": ctypes.c_int64,
+            "float": ctypes.c_float, "int": ctypes.c_int}
+
+
+def test_struct_field_types_match_the_header() -> None:
+    """Each field's ctypes type is the C type's (so each offset is too): a change of a type
+    that kept the struct's size would otherwise pass the name and size checks."""
+    for struct_name, mirror in (("fa3_tensor", fa3.Fa3Tensor), ("fa3_params", fa3.Fa3Params)):
+        declared = _struct_declarations(_header_text(), struct_name)
+        assert [CTYPE_OF[c_type] for c_type, _ in declared] == [t for _, t in mirror._fields_], (
+            struct_name)
 
 
 def test_status_enum_matches_the_header() -> None:
@@ -159,6 +182,46 @@ def test_every_place_that_builds_params_sets_every_field() -> None:
 def test_every_header_function_is_declared() -> None:
     declared = re.findall(r"\b(fa3_\w+)\s*\(", _header_text())
     assert set(declared) <= set(_lib._SIGNATURES), set(declared) - set(_lib._SIGNATURES)
+
+
+# The ctypes type of each C parameter and return type of the header's functions: pointers to
+# opaque or device memory are c_void_p, strings c_char_p, out-parameters POINTER(...).
+CTYPE_OF_PARAMETER = {
+    "fa3_handle**": ctypes.POINTER(ctypes.c_void_p), "fa3_handle*": ctypes.c_void_p,
+    "fa3_tensor*": _lib._TensorPtr, "fa3_params*": _lib._ParamsPtr, "float*": ctypes.c_void_p,
+    "void*": ctypes.c_void_p, "void**": ctypes.POINTER(ctypes.c_void_p),
+    "char*": ctypes.c_char_p, "char**": ctypes.POINTER(ctypes.c_char_p), "int": ctypes.c_int,
+    "size_t": ctypes.c_size_t, "size_t*": ctypes.POINTER(ctypes.c_size_t),
+    "fa3_status": ctypes.c_int,
+}
+
+
+def _prototypes(header: str) -> dict[str, tuple[str, list[str]]]:
+    """name -> (return type, parameter types), const dropped, for every fa3_* function."""
+    text = re.sub(r"/\*.*?\*/", " ", header, flags=re.S)
+    result = {}
+    for match in re.finditer(r"^([\w ]+?\**)\s*(fa3_\w+)\(([^)]*)\);", text, flags=re.M):
+        returns, name, parameters = match.groups()
+
+        def c_type(declaration: str) -> str:
+            declaration = declaration.replace("const", " ").strip()
+            stars = declaration.count("*")
+            return declaration.replace("*", " ").split()[0] + "*" * stars
+
+        types = [] if parameters.strip() == "void" else [
+            c_type(re.sub(r"\w+\s*$", "", p.strip())) for p in parameters.split(",")]
+        result[name] = (c_type(returns), types)
+    return result
+
+
+def test_every_signature_follows_the_header() -> None:
+    """Each function's restype and argtypes are its prototype's, parameter by parameter."""
+    prototypes = _prototypes(_header_text())
+    assert set(prototypes) == set(re.findall(r"\b(fa3_\w+)\s*\(", _header_text()))
+    for name, (returns, parameters) in prototypes.items():
+        restype, argtypes = _lib._SIGNATURES[name]
+        assert CTYPE_OF_PARAMETER[returns] == restype, name
+        assert [CTYPE_OF_PARAMETER[p] for p in parameters] == argtypes, name
 
 
 def test_the_backward_signatures_follow_the_header() -> None:
