@@ -160,6 +160,26 @@ def _params(causal: bool, softmax_scale: Optional[float],
                      deterministic=1 if deterministic else 0)
 
 
+def _check_caller_output(torch: Any, name: str, tensor: Any, device: "torch.device") -> None:
+    """A tensor the caller gives fa3 to write (out, dq, dk, dv): checked as an input, and
+    refused when it requires grad while grad mode is on, as PyTorch's out= ops do (fa3
+    writes it outside autograd)."""
+    _check_tensor(torch, name, tensor, device)
+    if torch.is_grad_enabled() and tensor.requires_grad:
+        raise ValueError(f"{name} requires grad: fa3 writes it outside autograd; pass a tensor "
+                         f"that does not (e.g. {name}.detach()), or call under torch.no_grad()")
+
+
+def _written(torch: Any, *tensors: Optional["torch.Tensor"]) -> None:
+    """Tells autograd that the caller's outputs were written in place (their version
+    counters, which views share with their base), so a backward that saved one of them
+    raises instead of reading the new values."""
+    increment = getattr(torch.autograd.graph, "increment_version", None)
+    for tensor in tensors:
+        if tensor is not None and increment is not None:
+            increment(tensor)
+
+
 def _check_inputs(torch: Any, q: Any, k: Any, v: Any) -> None:
     _check_tensor(torch, "q", q)
     _check_tensor(torch, "k", k, q.device)
@@ -189,7 +209,9 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
         return_lse: also return the natural-log log-sum-exp of the scaled scores, float32
             (batch, heads, seqlen_q).
         out: optional (batch, seqlen_q, heads, head_dim) tensor to write O into (any strides
-            with a contiguous last dimension); it is returned.
+            with a contiguous last dimension); it is returned. As PyTorch's out= arguments:
+            refused when it requires grad in grad mode, and written in place as autograd sees
+            it (a backward that saved it raises).
         kernel: run this compiled kernel (a name from fa3.kernels()) instead of the tuning
             table's pick.
 
@@ -215,10 +237,11 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
     checks, which must not need the library)."""
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
+    given_out = out
     if out is None:
         out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
     else:
-        _check_tensor(torch, "out", out, q.device)
+        _check_caller_output(torch, "out", out, q.device)
     lse = None
     if return_lse:
         lse = torch.empty((q.size(0), q.size(2), q.size(1)), dtype=torch.float32,
@@ -244,6 +267,7 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
             status = lib.fa3_forward_with_kernel(handle, kernel.encode("utf-8"), q_desc, k_desc,
                                                  v_desc, out_desc, lse_pointer, params, stream)
             raise_for_status(lib, status, "fa3_forward_with_kernel")
+    _written(torch, given_out)
     return (out, lse) if lse is not None else out
 
 
@@ -310,7 +334,7 @@ def _gradient_output(torch: Any, name: str, given: Optional["torch.Tensor"],
     shaped like the input it is the gradient of."""
     if given is None:
         return torch.empty(like.shape, dtype=like.dtype, device=like.device)
-    _check_tensor(torch, name, given, like.device)
+    _check_caller_output(torch, name, given, like.device)
     return given
 
 
@@ -355,7 +379,9 @@ def backward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", out: "torc
             the dQ additions), at some cost in speed; False: the faster order.
         dq, dk, dv: optional tensors to write the gradients into, shaped like q, k and v
             (any strides with a contiguous last dimension, e.g. views into one packed
-            (batch, seqlen, 3, heads, head_dim) gradient); they are returned.
+            (batch, seqlen, 3, heads, head_dim) gradient); they are returned. As PyTorch's
+            out= arguments: refused when they require grad in grad mode, and written in place
+            as autograd sees it (a backward that saved one of them raises).
 
     GQA/MQA: dk and dv have k's and v's heads; each is the sum over the query heads of its
     group. Rows that see no key (causal, seqlen_q > seqlen_k) get dq = 0.
@@ -400,6 +426,7 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
     params = _params(causal, softmax_scale, deterministic)
     lib = library if library is not None else get_library()
     _require_backward(lib)
+    given = (dq, dk, dv)
     dq = _gradient_output(torch, "dq", dq, q)
     dk = _gradient_output(torch, "dk", dk, k)
     dv = _gradient_output(torch, "dv", dv, v)
@@ -419,6 +446,7 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
         raise_for_status(lib, status, "fa3_backward")
         # Back to PyTorch's cache now: only work queued after ours on this stream can get it.
         del workspace
+    _written(torch, *given)
     return dq, dk, dv
 
 

@@ -31,8 +31,10 @@ class Handle:
     """An fa3_handle for one CUDA device (an ordinal as the driver counts them, which is
     what PyTorch's device index is) and one tuning table.
 
-    Most code never needs this class: fa3.forward() uses a cached handle per device. Use it
-    to run with your own tuning table, or to check that a device can be used at all.
+    Most code never needs this class: fa3.forward() uses a cached handle per device, with the
+    built-in tuning table. Use it for ctypes calls of your own with your own tuning table
+    (fa3.forward, backward and attention take no handle), or to check that a device can be
+    used at all.
     ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
     device, otherwise the device's primary context (the one PyTorch uses).
 

@@ -389,6 +389,31 @@ def test_attention_under_a_narrowed_gradient(device: torch.device) -> None:
     assert_same_bits((q.grad, k.grad, v.grad), direct, "narrowed gradient")
 
 
+def test_caller_outputs_are_written_as_pytorch_out_arguments(device: torch.device) -> None:
+    """out= and dq=/dk=/dv= as PyTorch's out= arguments: a tensor that requires grad is
+    refused in grad mode; a written one gets a new version, so a backward that saved it
+    raises instead of reading fa3's values."""
+    q, k, v = qkv(1, 64, 64, 2, 2, 64, torch.float16, device)
+    with pytest.raises(ValueError, match="out requires grad"):
+        fa3.forward(q, k, v, out=torch.empty_like(q).requires_grad_())
+    with torch.no_grad():  # allowed there, as for PyTorch's ops
+        fa3.forward(q, k, v, out=torch.empty_like(q).requires_grad_())
+    out, lse = fa3.forward(q, k, v, return_lse=True)
+    dout = torch.randn_like(out)
+    with pytest.raises(ValueError, match="dk requires grad"):
+        fa3.backward(q, k, v, out, dout, lse, dk=torch.empty_like(k).requires_grad_())
+    for name in ("out", "dq"):
+        weight = torch.randn_like(q).requires_grad_()
+        saved = torch.empty_like(q)
+        loss = (weight * saved).sum()  # mul saves `saved` for weight's gradient
+        if name == "out":
+            fa3.forward(q, k, v, out=saved)
+        else:
+            fa3.backward(q, k, v, out, dout, lse, dq=saved)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()
+
+
 def test_empty_tensors_are_refused_by_name(device: torch.device) -> None:
     q, k, v = qkv(1, 16, 16, 2, 2, 64, torch.float16, device)
     with pytest.raises(ValueError, match=r"k has shape \(1, 0, 2, 64\)"):
