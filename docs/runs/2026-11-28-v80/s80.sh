@@ -50,4 +50,6 @@ case ${1:-a} in
     step forward 330 build/fa3_tests '[gpu][forward]~[large]'
     step forward_large 200 build/fa3_tests '[gpu][forward][large]'
     step python 60 tools/run_python_tests.sh -q ;;
+  g)  # the binding's out= rule (requires grad refused, version counters bumped)
+    step python 90 tools/run_python_tests.sh -q ;;
 esac
