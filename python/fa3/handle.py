@@ -87,9 +87,11 @@ class Handle:
         return f"fa3.Handle(device={self.device}{table}) [{state}]"
 
 
-# Keyed by (library path, device): each loaded libfa3 has its own handles (a handle of one
-# build must never reach the other's fa3_forward).
-_handles: dict[tuple[str, int], Handle] = {}
+# Keyed by (the library's dlopen handle, device): each loaded libfa3 has its own handles (a
+# handle of one build must never reach the other's fa3_forward). The dlopen handle, not the
+# path: a library the loader found has its path read from /proc/self/maps, which cannot tell
+# two loaded libfa3 files apart by name alone; dlopen gives one handle per file.
+_handles: dict[tuple[int, int], Handle] = {}
 _handles_lock = threading.Lock()
 _atexit_registered = False
 
@@ -103,7 +105,7 @@ def handle_for_device(device: int, library: Optional[Library] = None) -> Handle:
     """
     global _atexit_registered
     lib = library if library is not None else get_library()
-    key = (lib.path, device)
+    key = (lib.cdll._handle, device)
     handle = _handles.get(key)
     if handle is not None:
         return handle

@@ -482,6 +482,22 @@ def test_two_library_files_load_side_by_side(library: str, tmp_path: Path) -> No
     assert first.library.missing == second.library.missing == default.missing
 
 
+def test_each_library_gets_its_own_cached_handles(library: str, tmp_path: Path,
+                                                   hopper: Any) -> None:
+    """The per-device handle cache tells libraries apart by their dlopen handles, not by
+    their paths: a loader-found library's path is read from /proc/self/maps and may name
+    another loaded libfa3 file. A handle of one build must never reach the other's calls."""
+    import torch
+    from fa3.handle import handle_for_device
+    first = fa3.open_library(_library_copy(library, tmp_path / "a")).library
+    second = fa3.open_library(_library_copy(library, tmp_path / "b")).library
+    second.path = first.path  # the same name, as such a path may read
+    with torch.cuda.device(hopper):
+        handles = [handle_for_device(hopper.index, lib) for lib in (first, second, first)]
+    assert handles[0] is handles[2] and handles[0] is not handles[1]
+    assert handles[0]._lib is first and handles[1]._lib is second
+
+
 def test_each_library_keeps_its_own_last_error(library: str, tmp_path: Path) -> None:
     first = fa3.open_library(_library_copy(library, tmp_path / "first"))
     second = fa3.open_library(_library_copy(library, tmp_path / "second"))

@@ -50,6 +50,7 @@ case ${1:-a} in
     step forward 330 build/fa3_tests '[gpu][forward]~[large]'
     step forward_large 200 build/fa3_tests '[gpu][forward][large]'
     step python 60 tools/run_python_tests.sh -q ;;
-  g)  # the binding's out= rule (requires grad refused, version counters bumped)
+  g)  # the binding's out= rule (requires grad refused, version counters bumped); run as h
+      # after the handle cache's key (the dlopen handle, not the path)
     step python 90 tools/run_python_tests.sh -q ;;
 esac
