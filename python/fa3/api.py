@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 from ._lib import DType, Fa3Params, Fa3Tensor, Library, get_library, raise_for_status
 from ._lib import open_library as _open_library
-from .handle import PathLike, handle_for_device
+from .handle import Handle, PathLike, handle_for_device
 
 if TYPE_CHECKING:  # only for type checkers: importing fa3 must not need torch
     import torch
@@ -186,13 +186,47 @@ def _check_inputs(torch: Any, q: Any, k: Any, v: Any) -> None:
     _check_tensor(torch, "v", v, q.device)
 
 
+def _check_handle(handle: Any, device: "torch.device") -> None:
+    """A caller's handle: an open fa3.Handle of the tensors' device (checked before the
+    library is loaded, as the tensors are)."""
+    if handle is None:
+        return
+    if not isinstance(handle, Handle):
+        raise TypeError(f"handle must be an fa3.Handle (or None for the device's cached one "
+                        f"with the built-in tuning table), got {type(handle).__name__}")
+    if handle.closed:
+        raise ValueError(f"handle {handle!r} has been closed; pass an open one")
+    if handle.device != device.index:
+        raise ValueError(f"handle is for CUDA device {handle.device} but q is on {device}; "
+                         f"pass a handle created for device {device.index}")
+
+
+def _call_library(library: Optional[Library], handle: Optional[Handle]) -> Library:
+    """The library a call runs in: ``library`` (a Binding's; None: the package's own). A
+    caller's handle must belong to it: a handle holds modules loaded by one libfa3 file and
+    must only reach that file's functions."""
+    lib = library if library is not None else get_library()
+    if handle is not None and handle._lib.cdll._handle != lib.cdll._handle:
+        owner = "this Binding" if library is not None else "fa3's functions"
+        raise ValueError(f"handle belongs to the libfa3 loaded from {handle._lib.path}, but "
+                         f"{owner} call the one loaded from {lib.path}; pass the handle to "
+                         f"its own library's functions (fa3.open_library(...) returns them)")
+    return lib
+
+
+def _device_handle(handle: Optional[Handle], lib: Library, device: "torch.device") -> Any:
+    """The handle a call passes to C: the caller's, or the device's cached one (created on
+    first use; the caller holds the device guard, so it loads into PyTorch's context)."""
+    return handle if handle is not None else handle_for_device(device.index, lib)
+
+
 # ---- attention ------------------------------------------------------------------------
 
 
 def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: bool = False,
             softmax_scale: Optional[float] = None, return_lse: bool = False,
-            out: Optional["torch.Tensor"] = None, kernel: Optional[str] = None
-            ) -> ForwardResult:
+            out: Optional["torch.Tensor"] = None, kernel: Optional[str] = None,
+            handle: Optional[Handle] = None) -> ForwardResult:
     """Attention forward: O = softmax(softmax_scale * Q K^T) V per (batch, head).
 
     Args:
@@ -214,6 +248,9 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
             it (a backward that saved it raises).
         kernel: run this compiled kernel (a name from fa3.kernels()) instead of the tuning
             table's pick.
+        handle: an fa3.Handle of q's device, e.g. ``fa3.Handle(0, tuning_table="mine.json")``
+            to pick kernels by a table of your own (fa3-tune writes one); None: the device's
+            cached handle, with the built-in table.
 
     The kernel is launched asynchronously on PyTorch's current stream of q's device. This
     is a forward pass only: no autograd graph is recorded.
@@ -223,20 +260,23 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
 
     Raises:
         TypeError / ValueError: not a tensor, not on one CUDA device, not 4-D, last
-            dimension not contiguous, a dtype fa3 has no type for.
+            dimension not contiguous, a dtype fa3 has no type for; a handle that is not an
+            open fa3.Handle of q's device and of this library.
         Fa3Error: whatever the library rejects (dtype, head_dim, shapes, GQA, strides...) or
             a CUDA failure, with the library's sentence.
     """
-    return _forward(None, q, k, v, causal, softmax_scale, return_lse, out, kernel)
+    return _forward(None, q, k, v, causal, softmax_scale, return_lse, out, kernel, handle)
 
 
 def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
              v: "torch.Tensor", causal: bool, softmax_scale: Optional[float], return_lse: bool,
-             out: Optional["torch.Tensor"], kernel: Optional[str]) -> ForwardResult:
+             out: Optional["torch.Tensor"], kernel: Optional[str],
+             handle: Optional[Handle] = None) -> ForwardResult:
     """forward() in ``library`` (None: the package's own, loaded only after the Python-level
     checks, which must not need the library)."""
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
+    _check_handle(handle, q.device)
     given_out = out
     if out is None:
         out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
@@ -251,11 +291,11 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
     out_desc = _to_fa3_tensor(torch, "out", out)
     params = _params(causal, softmax_scale)
     lse_pointer = lse.data_ptr() if lse is not None and lse.numel() else None
-    lib = library if library is not None else get_library()
+    lib = _call_library(library, handle)
     # The device guard makes the device's primary context (PyTorch's) current on this
     # thread, so the library launches into the context that owns the tensors.
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index, lib)
+        handle = _device_handle(handle, lib, q.device)
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         if kernel is None:
             status = lib.fa3_forward(handle, q_desc, k_desc, v_desc, out_desc, lse_pointer,
@@ -272,23 +312,27 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
 
 
 def select_kernel(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
-                  causal: bool = False, softmax_scale: Optional[float] = None) -> str:
+                  causal: bool = False, softmax_scale: Optional[float] = None,
+                  handle: Optional[Handle] = None) -> str:
     """The name of the kernel fa3.forward would run for these inputs (the tuning table's
-    pick), with the same argument checks as forward. Launches nothing."""
-    return _select_kernel(None, q, k, v, causal, softmax_scale)
+    pick: ``handle``'s table, or the built-in one when None), with the same argument checks
+    as forward. Launches nothing."""
+    return _select_kernel(None, q, k, v, causal, softmax_scale, handle)
 
 
 def _select_kernel(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
-                   v: "torch.Tensor", causal: bool, softmax_scale: Optional[float]) -> str:
+                   v: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
+                   handle: Optional[Handle] = None) -> str:
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
+    _check_handle(handle, q.device)
     q_desc, k_desc, v_desc = (_to_fa3_tensor(torch, n, t) for n, t in (("q", q), ("k", k),
                                                                          ("v", v)))
     params = _params(causal, softmax_scale)
     name = ctypes.c_char_p()
-    lib = library if library is not None else get_library()
+    lib = _call_library(library, handle)
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index, lib)
+        handle = _device_handle(handle, lib, q.device)
         status = lib.fa3_forward_select(handle, q_desc, k_desc, v_desc, params,
                                         ctypes.byref(name))
         raise_for_status(lib, status, "fa3_forward_select")
@@ -363,7 +407,8 @@ def backward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", out: "torc
              dout: "torch.Tensor", lse: "torch.Tensor", causal: bool = False,
              softmax_scale: Optional[float] = None, deterministic: bool = False,
              dq: Optional["torch.Tensor"] = None, dk: Optional["torch.Tensor"] = None,
-             dv: Optional["torch.Tensor"] = None) -> Gradients:
+             dv: Optional["torch.Tensor"] = None,
+             handle: Optional[Handle] = None) -> Gradients:
     """Attention backward (the paper's Algorithm 3): the gradients of the loss with respect
     to q, k and v, given dout, its gradient with respect to the forward's output.
 
@@ -382,6 +427,8 @@ def backward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", out: "torc
             (batch, seqlen, 3, heads, head_dim) gradient); they are returned. As PyTorch's
             out= arguments: refused when they require grad in grad mode, and written in place
             as autograd sees it (a backward that saved one of them raises).
+        handle: an fa3.Handle of q's device (its tuning table picks the backward kernel, as
+            fa3.forward's handle does the forward's); None: the device's cached handle.
 
     GQA/MQA: dk and dv have k's and v's heads; each is the sum over the query heads of its
     group. Rows that see no key (causal, seqlen_q > seqlen_k) get dq = 0.
@@ -398,22 +445,22 @@ def backward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", out: "torc
         (dq, dk, dv).
 
     Raises:
-        TypeError / ValueError: as fa3.forward, and for an lse that is not float32,
-            (batch, heads, seqlen_q), contiguous and on q's device.
+        TypeError / ValueError: as fa3.forward (handle included), and for an lse that is not
+            float32, (batch, heads, seqlen_q), contiguous and on q's device.
         Fa3Error: whatever the library rejects, with its sentence (e.g. FA3_ERR_UNSUPPORTED
             for a head dim the backward does not support); nothing is launched then and the
             outputs are untouched.
         MissingFunctionError: the loaded libfa3 was built before the backward pass.
     """
     return _backward(None, q, k, v, out, dout, lse, causal, softmax_scale, deterministic,
-                     dq, dk, dv)
+                     dq, dk, dv, handle)
 
 
 def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
               v: "torch.Tensor", out: "torch.Tensor", dout: "torch.Tensor",
               lse: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
               deterministic: bool, dq: Optional["torch.Tensor"], dk: Optional["torch.Tensor"],
-              dv: Optional["torch.Tensor"]) -> Gradients:
+              dv: Optional["torch.Tensor"], handle: Optional[Handle] = None) -> Gradients:
     """backward() in ``library`` (None: the package's own, loaded after the Python-level
     checks; a given library is asked for the backward's functions first)."""
     if library is not None:
@@ -423,8 +470,9 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
     _check_tensor(torch, "out", out, q.device)
     _check_tensor(torch, "dout", dout, q.device)
     _check_lse(torch, lse, q)
+    _check_handle(handle, q.device)
     params = _params(causal, softmax_scale, deterministic)
-    lib = library if library is not None else get_library()
+    lib = _call_library(library, handle)
     _require_backward(lib)
     given = (dq, dk, dv)
     dq = _gradient_output(torch, "dq", dq, q)
@@ -436,7 +484,7 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
             ("dk", dk), ("dv", dv)))
     lse_pointer = lse.data_ptr() or None
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index, lib)
+        handle = _device_handle(handle, lib, q.device)
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         nbytes = _workspace_bytes(lib, handle, q_desc, k_desc, params)
         workspace, workspace_pointer = _allocate_workspace(torch, nbytes, q.device)
@@ -452,26 +500,30 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
 
 def backward_workspace_size(q: "torch.Tensor", k: "torch.Tensor", causal: bool = False,
                             softmax_scale: Optional[float] = None,
-                            deterministic: bool = False) -> int:
+                            deterministic: bool = False,
+                            handle: Optional[Handle] = None) -> int:
     """The bytes of workspace fa3.backward allocates (through PyTorch) for these inputs:
-    fa3_backward_workspace_size, with its argument checks on q, k and the parameters."""
-    return _backward_workspace_size(None, q, k, causal, softmax_scale, deterministic)
+    fa3_backward_workspace_size, with its argument checks on q, k and the parameters. The size
+    is the problem's, whichever kernel a tuning table picks; ``handle`` is checked as
+    fa3.backward checks it and asked instead of the device's cached one."""
+    return _backward_workspace_size(None, q, k, causal, softmax_scale, deterministic, handle)
 
 
 def _backward_workspace_size(library: Optional[Library], q: "torch.Tensor",
                              k: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
-                             deterministic: bool) -> int:
+                             deterministic: bool, handle: Optional[Handle] = None) -> int:
     if library is not None:
         _require_backward(library)
     torch = _import_torch()
     _check_tensor(torch, "q", q)
     _check_tensor(torch, "k", k, q.device)
+    _check_handle(handle, q.device)
     params = _params(causal, softmax_scale, deterministic)
-    lib = library if library is not None else get_library()
+    lib = _call_library(library, handle)
     _require_backward(lib)
     q_desc, k_desc = _to_fa3_tensor(torch, "q", q), _to_fa3_tensor(torch, "k", k)
     with torch.cuda.device(q.device):
-        handle = handle_for_device(q.device.index, lib)
+        handle = _device_handle(handle, lib, q.device)
         return _workspace_bytes(lib, handle, q_desc, k_desc, params)
 
 
@@ -507,13 +559,15 @@ def _make_attention_function(torch: Any) -> Any:
         @staticmethod
         def forward(ctx: Any, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                     causal: bool, softmax_scale: Optional[float], deterministic: bool,
-                    library: Library) -> "torch.Tensor":
-            out, lse = _forward(library, q, k, v, causal, softmax_scale, True, None, None)
+                    library: Library, handle: Optional[Handle]) -> "torch.Tensor":
+            out, lse = _forward(library, q, k, v, causal, softmax_scale, True, None, None,
+                                handle)
             ctx.save_for_backward(q, k, v, out, lse)
             ctx.causal = causal
             ctx.softmax_scale = softmax_scale
             ctx.deterministic = deterministic
             ctx.library = library
+            ctx.handle = handle
             return out
 
         @staticmethod
@@ -522,15 +576,15 @@ def _make_attention_function(torch: Any) -> Any:
             q, k, v, out, lse = ctx.saved_tensors
             dq, dk, dv = _backward(ctx.library, q, k, v, out, _usable_gradient(torch, dout),
                                    lse, ctx.causal, ctx.softmax_scale, ctx.deterministic,
-                                   None, None, None)
-            return dq, dk, dv, None, None, None, None
+                                   None, None, None, ctx.handle)
+            return dq, dk, dv, None, None, None, None, None
 
     return Fa3Attention
 
 
 def attention(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: bool = False,
               softmax_scale: Optional[float] = None,
-              deterministic: bool = False) -> "torch.Tensor":
+              deterministic: bool = False, handle: Optional[Handle] = None) -> "torch.Tensor":
     """Differentiable attention: fa3.forward, and fa3.backward when autograd asks for the
     gradients (a torch.autograd.Function).
 
@@ -542,30 +596,33 @@ def attention(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: b
     GQA/MQA, causal bottom-right aligned, softmax_scale None for 1/sqrt(head_dim)); the
     gradients come back in the inputs' dtype, as new contiguous tensors (autograd carries
     them into views such as a packed qkv tensor). An expanded or last-dimension-strided
-    incoming gradient is made contiguous first.
+    incoming gradient is made contiguous first. ``handle`` (an fa3.Handle of q's device, e.g.
+    with a tuning table of your own) serves both passes and is kept alive by the autograd
+    graph; closing it before the backward runs makes the backward raise ValueError.
 
     Raises what fa3.forward raises at the call, and what fa3.backward raises when the
     gradients are computed (e.g. FA3_ERR_UNSUPPORTED for a head dim the backward does not
     support); MissingFunctionError at the call when the library has no backward.
     """
-    return _attention(None, q, k, v, causal, softmax_scale, deterministic)
+    return _attention(None, q, k, v, causal, softmax_scale, deterministic, handle)
 
 
 def _attention(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
                v: "torch.Tensor", causal: bool, softmax_scale: Optional[float],
-               deterministic: bool) -> "torch.Tensor":
+               deterministic: bool, handle: Optional[Handle] = None) -> "torch.Tensor":
     global _attention_function
     if library is not None:
         _require_backward(library)
     torch = _import_torch()
     _check_inputs(torch, q, k, v)
+    _check_handle(handle, q.device)
     _params(causal, softmax_scale, deterministic)  # softmax_scale=0 refused here, not later
-    lib = library if library is not None else get_library()
+    lib = _call_library(library, handle)
     _require_backward(lib)
     if _attention_function is None:
         _attention_function = _make_attention_function(torch)
     return _attention_function.apply(q, k, v, bool(causal), softmax_scale,
-                                     bool(deterministic), lib)
+                                     bool(deterministic), lib, handle)
 
 
 # ---- a second library -------------------------------------------------------------------
@@ -604,39 +661,47 @@ class Binding:
     def forward(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                 causal: bool = False, softmax_scale: Optional[float] = None,
                 return_lse: bool = False, out: Optional["torch.Tensor"] = None,
-                kernel: Optional[str] = None) -> ForwardResult:
-        """fa3.forward() with this library's kernels and tuning table."""
-        return _forward(self._library, q, k, v, causal, softmax_scale, return_lse, out, kernel)
+                kernel: Optional[str] = None,
+                handle: Optional[Handle] = None) -> ForwardResult:
+        """fa3.forward() with this library's kernels and tuning table (or ``handle``'s, a
+        Handle made with ``library=`` this Binding's library)."""
+        return _forward(self._library, q, k, v, causal, softmax_scale, return_lse, out, kernel,
+                        handle)
 
     def select_kernel(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
-                      causal: bool = False, softmax_scale: Optional[float] = None) -> str:
-        """fa3.select_kernel() with this library's tuning table."""
-        return _select_kernel(self._library, q, k, v, causal, softmax_scale)
+                      causal: bool = False, softmax_scale: Optional[float] = None,
+                      handle: Optional[Handle] = None) -> str:
+        """fa3.select_kernel() with this library's tuning table (or ``handle``'s)."""
+        return _select_kernel(self._library, q, k, v, causal, softmax_scale, handle)
 
     def backward(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                  out: "torch.Tensor", dout: "torch.Tensor", lse: "torch.Tensor",
                  causal: bool = False, softmax_scale: Optional[float] = None,
                  deterministic: bool = False, dq: Optional["torch.Tensor"] = None,
                  dk: Optional["torch.Tensor"] = None,
-                 dv: Optional["torch.Tensor"] = None) -> Gradients:
+                 dv: Optional["torch.Tensor"] = None,
+                 handle: Optional[Handle] = None) -> Gradients:
         """fa3.backward() with this library's kernels (out and lse from this library's
         forward). MissingFunctionError, before anything else, when the library has no
         backward."""
         return _backward(self._library, q, k, v, out, dout, lse, causal, softmax_scale,
-                         deterministic, dq, dk, dv)
+                         deterministic, dq, dk, dv, handle)
 
     def backward_workspace_size(self, q: "torch.Tensor", k: "torch.Tensor",
                                 causal: bool = False, softmax_scale: Optional[float] = None,
-                                deterministic: bool = False) -> int:
+                                deterministic: bool = False,
+                                handle: Optional[Handle] = None) -> int:
         """fa3.backward_workspace_size() of this library."""
         return _backward_workspace_size(self._library, q, k, causal, softmax_scale,
-                                        deterministic)
+                                        deterministic, handle)
 
     def attention(self, q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor",
                   causal: bool = False, softmax_scale: Optional[float] = None,
-                  deterministic: bool = False) -> "torch.Tensor":
+                  deterministic: bool = False,
+                  handle: Optional[Handle] = None) -> "torch.Tensor":
         """fa3.attention() with this library's forward and backward."""
-        return _attention(self._library, q, k, v, causal, softmax_scale, deterministic)
+        return _attention(self._library, q, k, v, causal, softmax_scale, deterministic,
+                          handle)
 
     def __repr__(self) -> str:
         return f"fa3.Binding({self._library.path!r})"

@@ -32,9 +32,11 @@ class Handle:
     what PyTorch's device index is) and one tuning table.
 
     Most code never needs this class: fa3.forward() uses a cached handle per device, with the
-    built-in tuning table. Use it for ctypes calls of your own with your own tuning table
-    (fa3.forward, backward and attention take no handle), or to check that a device can be
-    used at all.
+    built-in tuning table. Make one to run with a tuning table of your own (fa3-tune writes
+    one for the present GPU): pass it as ``handle=`` to fa3.forward, select_kernel, backward,
+    backward_workspace_size and attention (or to a Binding's, for a handle of that Binding's
+    library), or to ctypes calls of your own; or to check that a device can be used at all.
+    Close it (or leave the with-block) only once the work launched with it has finished.
     ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
     device, otherwise the device's primary context (the one PyTorch uses).
 

@@ -234,6 +234,24 @@ def test_the_backward_signatures_follow_the_header() -> None:
     assert len(size_args) == 5 and size_args[4] == ctypes.POINTER(ctypes.c_size_t)
 
 
+def test_a_bindings_functions_take_what_the_packages_take() -> None:
+    """fa3.open_library(...)'s Binding mirrors the package's functions, keyword for keyword
+    and default for default (handle= included), so code can switch libraries by name."""
+    import inspect
+    for name in ("forward", "select_kernel", "backward", "backward_workspace_size",
+                 "attention", "kernels", "kernel_cubin", "validate_tuning_table",
+                 "library_path"):
+        package = inspect.signature(getattr(fa3, name))
+        method = inspect.signature(getattr(fa3.Binding, name))
+        parameters = list(method.parameters.values())
+        assert parameters[0].name == "self", name
+        assert [(p.name, p.default, p.kind) for p in parameters[1:]] == [
+            (p.name, p.default, p.kind) for p in package.parameters.values()], name
+    for name in ("forward", "select_kernel", "backward", "backward_workspace_size",
+                 "attention"):
+        assert inspect.signature(getattr(fa3, name)).parameters["handle"].default is None, name
+
+
 # The backward pass (issue 28) is being written into the library; a build from before it
 # lacks these functions (fa3_backward_with_kernel came later still, for fa3-tune), and the
 # package must keep working without them.
