@@ -130,6 +130,19 @@ std::vector<RowId> rows_to_check(const Case& c) {
 // a tail tile (or of the last (batch, head)) lands there.
 constexpr size_t kGuardElements = 256;
 
+// A defect written into the host copies of O and the LSE after a correct run, so that the
+// test of the checks themselves sees each one fail (the negative controls).
+enum class Tamper {
+  None,
+  Output,     // O's element (0, 0, 0, 0) has 1.0 added
+  Lse,        // the LSE of (batch 0, head 0, row 0) has 1e-3 added (without an LSE: is 0,
+              // where the poison must have stayed)
+  Unwritten,  // O's last element and the LSE's last are NaN again
+  EmptyRow,   // O's element (0, 0, 0, 0) is 1.0 (causal cases with seqlen_q > seqlen_k)
+  Stray,      // the last guard elements of O's and the LSE's buffers are 0, and (padded
+              // output) the first padding element after O's row (0, 0, H - 1)
+};
+
 struct Outcome {
   std::string error;  // a failed call or CUDA error; empty when the run completed
   double err_o = 0, plain_err_o = 0, err_lse = 0, plain_err_lse = 0;
@@ -158,7 +171,8 @@ class Runner {
   ~Runner() { fa3_destroy(handle_); }
   fa3_handle* handle() const { return handle_; }
 
-  Outcome run(const Case& c, uint64_t seed, const char* kernel = nullptr) {
+  Outcome run(const Case& c, uint64_t seed, const char* kernel = nullptr,
+              Tamper tamper = Tamper::None) {
     const int64_t B = c.batch, Sq = c.seqlen_q, Sk = c.seqlen_k, H = c.heads, Hk = c.heads_kv,
                   D = c.head_dim;
     std::mt19937_64 rng(seed);
@@ -239,10 +253,37 @@ class Runner {
 
     r.o_bits.resize(out_elems + kGuardElements);
     (packed_o ? inputs : out).download(r.o_bits.data(), r.o_bits.size() * 2);
-    for (size_t i = out_elems; i < r.o_bits.size(); ++i) r.written_outside_o += r.o_bits[i] != 0xffff;
-    r.o_bits.resize(out_elems);
     std::vector<uint32_t> lse_bits(lse_elems + kGuardElements);
     lse.download(lse_bits.data(), lse_bits.size() * 4);
+    const size_t first_o = po.index(0, 0, 0), last_o = po.index(B - 1, Sq - 1, H - 1) + static_cast<size_t>(D - 1);
+    auto add_to_lse = [&](size_t at, float delta) {
+      float x;
+      std::memcpy(&x, &lse_bits[at], 4);
+      x += delta;
+      std::memcpy(&lse_bits[at], &x, 4);
+    };
+    switch (tamper) {
+      case Tamper::None: break;
+      case Tamper::Output:
+        r.o_bits[first_o] = to_16bit(from_16bit(r.o_bits[first_o], c.bf16) + 1.0f, c.bf16);
+        break;
+      case Tamper::Lse:
+        if (c.with_lse) add_to_lse(0, 1e-3f);
+        else lse_bits[0] = 0;
+        break;
+      case Tamper::Unwritten:
+        r.o_bits[last_o] = 0xffff;
+        lse_bits[lse_elems - 1] = 0xffffffffu;
+        break;
+      case Tamper::EmptyRow: r.o_bits[first_o] = to_16bit(1.0f, c.bf16); break;
+      case Tamper::Stray:
+        r.o_bits.back() = 0;
+        lse_bits.back() = 0;
+        if (c.layout == Layout::PaddedOut) r.o_bits[po.index(0, 0, H - 1) + static_cast<size_t>(D)] = 0;
+        break;
+    }
+    for (size_t i = out_elems; i < r.o_bits.size(); ++i) r.written_outside_o += r.o_bits[i] != 0xffff;
+    r.o_bits.resize(out_elems);
     for (size_t i = lse_elems; i < lse_bits.size(); ++i) r.written_outside_lse += lse_bits[i] != 0xffffffffu;
     std::vector<float> lse_out(lse_elems);
     std::memcpy(lse_out.data(), lse_bits.data(), lse_elems * 4);
@@ -424,6 +465,49 @@ TEST_CASE("fa3_forward matches the float64 reference", "[gpu][forward]") {
     check_outcome(runner.run(c, seed));
     seed += 7919;
   }
+}
+
+TEST_CASE("the checks fail on a tampered O and LSE (negative controls)", "[gpu][forward]") {
+  // Each check of check_outcome sees its defect: O or the LSE off, an element left NaN, a
+  // row that sees no key with a non-zero O, writes into the padding or past a buffer's end.
+  Runner runner;
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.batch = 2; c.seqlen_q = 300; c.seqlen_k = 200;
+  c.heads = 4; c.heads_kv = 2;
+  uint64_t seed = 4242;
+  auto o_within_rule = [](const Outcome& r) {
+    return std::isfinite(r.plain_err_o) && r.err_o <= 2 * r.plain_err_o + 1e-5;
+  };
+  for (const Layout layout : {Layout::PaddedOut, Layout::Contiguous}) {
+    c.layout = layout;
+    INFO(c.describe());
+    check_outcome(runner.run(c, seed));
+    const Outcome off = runner.run(c, seed, nullptr, Tamper::Output);
+    REQUIRE(off.error.empty());
+    CHECK_FALSE(o_within_rule(off));
+    CHECK(off.err_lse <= kLseBound);
+    CHECK(off.unwritten_o == 0);
+    const Outcome lse_off = runner.run(c, seed, nullptr, Tamper::Lse);
+    CHECK(lse_off.err_lse > kLseBound);
+    CHECK(o_within_rule(lse_off));
+    const Outcome unwritten = runner.run(c, seed, nullptr, Tamper::Unwritten);
+    CHECK(unwritten.unwritten_o == 1);
+    CHECK(unwritten.unwritten_lse == 1);
+    const Outcome stray = runner.run(c, seed, nullptr, Tamper::Stray);
+    CHECK(stray.written_outside_o == (layout == Layout::PaddedOut ? 2u : 1u));
+    CHECK(stray.written_outside_lse == 1);
+    ++seed;
+  }
+  // Causal with seqlen_q > seqlen_k: query row 0 sees no key.
+  c.causal = true;
+  c.layout = Layout::Contiguous;
+  INFO(c.describe());
+  check_outcome(runner.run(c, seed));
+  CHECK(runner.run(c, seed, nullptr, Tamper::EmptyRow).nonzero_empty_o == 1);
+  // Without an LSE the LSE's buffer must stay poisoned: a written element counts.
+  c.with_lse = false;
+  check_outcome(runner.run(c, seed));
+  CHECK(runner.run(c, seed, nullptr, Tamper::Lse).unwritten_lse == 1);
 }
 
 TEST_CASE("fa3_forward honours softmax_scale and a NULL lse", "[gpu][forward]") {
@@ -678,8 +762,7 @@ TEST_CASE("fa3_forward with Q and O over 2^31 elements", "[gpu][forward][large]"
   // query-side index (the last (batch, head) pairs' tiles), GQA 8 over 129 K/V heads.
   // Sampled rows of every (batch, head) against float64; every element of O and the LSE
   // checked written, and the guards after them untouched. About 9 GB of GPU memory and 25 GB
-  // of host memory. (K and V past 2^31 reach fa3_forward in the backward's [large] test,
-  // whose gradients need its O and LSE.)
+  // of host memory. (K and V past 2^31: the next test.)
   Case c;
   c.bf16 = true; c.head_dim = 128; c.batch = 2; c.seqlen_q = 8192; c.seqlen_k = 2048;
   c.heads = 1032; c.heads_kv = 129;
@@ -687,6 +770,21 @@ TEST_CASE("fa3_forward with Q and O over 2^31 elements", "[gpu][forward][large]"
   INFO(c.describe());
   Runner runner;
   check_outcome(runner.run(c, 525252));
+}
+
+TEST_CASE("fa3_forward with K and V over 2^31 elements", "[gpu][forward][large]") {
+  // k and v of 1 x 2100001 x 8 x 128 = 2.15e9 elements each: key offsets past 2^31 in the
+  // last key blocks of every head (a seqlen_k that is no multiple of a block), causal with
+  // the mask bottom-right aligned, 300 queries (a tail). Every (batch, head)'s sampled rows
+  // against float64 over all their keys; O and the LSE checked whole, guards untouched.
+  // About 9 GB of GPU memory and 35 GB of host memory.
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.causal = true; c.batch = 1; c.seqlen_q = 300;
+  c.seqlen_k = 2100001; c.heads = 8; c.heads_kv = 8;
+  REQUIRE(static_cast<double>(c.batch * c.seqlen_k * c.heads_kv * c.head_dim) > 2147483648.0);
+  INFO(c.describe());
+  Runner runner;
+  check_outcome(runner.run(c, 626262));
 }
 
 TEST_CASE("small forward cases for compute-sanitizer", "[gpu][forward][sanitize]") {
