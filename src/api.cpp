@@ -60,11 +60,18 @@ Error check_call(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k, const 
 }
 
 Error select_kernel(fa3_handle* h, const fa3::ForwardProblem& prob, const fa3::KernelInfo** out) {
-  const fa3::KernelInfo* kernel = h->table.select(key_of(prob));
-  if (!kernel)
+  const fa3::KernelInfo* pick = h->table.select(key_of(prob));
+  if (!pick)
     return make_error(FA3_ERR_TUNING_TABLE,
                       "the tuning table has no kernel for this problem (a validated table covers every supported problem; this is a bug)");
-  *out = kernel;
+  // The library's entry, not the table's copy: fa3_forward_select's name lives as long as the
+  // library (the table dies with the handle), and a kernel is loaded once per context whether
+  // the table or fa3_forward_with_kernel names it.
+  *out = fa3::find_compiled_kernel(pick->name);
+  if (!*out)
+    return make_error(FA3_ERR_INTERNAL, "the tuning table's kernel " + pick->name +
+                                            " is not compiled into this library (a validated "
+                                            "table names compiled kernels only; this is a bug)");
   return Error::ok();
 }
 
@@ -141,9 +148,13 @@ fa3_status fa3_forward_with_kernel(fa3_handle* h, const char* kernel_name, const
     fa3::ForwardProblem prob;
     Error e = check_call(h, q, k, v, o, lse, p, &prob);
     if (e.failed()) return fail(e);
-    const fa3::KernelInfo* kernel = fa3::find_compiled_kernel(kernel_name);
+    const fa3::KernelInfo* kernel = fa3::find_any_compiled_kernel(kernel_name);
     if (!kernel) return fail(not_compiled(kernel_name));
-    if (kernel->direction != fa3::Direction::Forward || !fa3::fwd_config_fits(kernel->fwd, prob))
+    if (kernel->direction != fa3::Direction::Forward)
+      return fail(FA3_ERR_UNSUPPORTED, std::string("kernel ") + kernel_name +
+                                           " is a backward kernel; fa3_forward_with_kernel runs "
+                                           "forward kernels (fa3_fwd_...)");
+    if (!fa3::fwd_config_fits(kernel->fwd, prob))
       return fail(FA3_ERR_UNSUPPORTED,
                   std::string("kernel ") + kernel_name + " does not fit this problem (" +
                       fa3::problem_text(prob) + ")");

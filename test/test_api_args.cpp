@@ -3,6 +3,7 @@
 // addresses: checking must not touch device memory.
 #include <catch2/catch.hpp>
 
+#include <cfloat>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -205,6 +206,13 @@ TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]"
        "p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got nan)"},
       {"inf scale", [](Args& a) { a.p.softmax_scale = INFINITY; }, FA3_ERR_INVALID_ARGUMENT,
        "p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got inf)"},
+      {"scale whose log2 form overflows", [](Args& a) { a.p.softmax_scale = 3e38f; },
+       FA3_ERR_INVALID_ARGUMENT,
+       "p->softmax_scale is 3e+38: softmax_scale * log2(e), which the kernels use, must fit in "
+       "a float, so the scale must be at most 2.35e+38"},
+      {"largest scale whose log2 form overflows",
+       [](Args& a) { a.p.softmax_scale = std::nextafter(static_cast<float>(FLT_MAX / M_LOG2E), INFINITY); },
+       FA3_ERR_INVALID_ARGUMENT, ""},
       {"grid too large", [](Args& a) {
          for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) {
            t->batch = 60000; t->stride_batch = int64_t{1} << 24;

@@ -279,7 +279,11 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   }
   const std::string calls = fake().calls();
   CHECK(FakeCuda::count(calls, "cuMemAlloc") == 1);  // one chunk holds many counters
-  CHECK(FakeCuda::count(calls, "cuMemsetD32") == 1);
+  CHECK(FakeCuda::count(calls, "cuMemsetD32Async") == 1);
+  // Zeroed on a stream of the handle's own, waited for (not the legacy stream's cuMemsetD32,
+  // which a non-blocking caller stream does not wait for).
+  CHECK(calls.find("cuStreamCreate;cuMemsetD32Async;cuStreamSynchronize;cuStreamDestroy;") !=
+        std::string::npos);
   // A non-causal persistent kernel walks its tiles statically, with no counter, unless it
   // draws them (_dy): then it gets the stream's counter, as causal ones do.
   pr.p.causal = 0;
@@ -313,6 +317,26 @@ TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][ru
         FA3_ERR_OUT_OF_MEMORY);
   CHECK(std::string(fa3_last_error()).find("allocating tile counters (cuMemAlloc) failed") == 0);
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
+  // Zeroing the block fails at each of its steps: nothing launched, the block freed, the
+  // handle's own stream destroyed once made, and the next call allocates afresh.
+  for (const char* step : {"cuStreamCreate", "cuMemsetD32Async", "cuStreamSynchronize"}) {
+    INFO(step);
+    fake().reset();
+    fake().fail(step, CUDA_ERROR_INVALID_VALUE);
+    CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                  nullptr) == FA3_ERR_CUDA);
+    CHECK(std::string(fa3_last_error()).find(std::string("(") + step + ") failed") !=
+          std::string::npos);
+    const std::string calls = fake().calls();
+    CHECK(FakeCuda::count(calls, "cuLaunchKernelEx") == 0);
+    CHECK(FakeCuda::count(calls, "cuMemFree") == 1);
+    CHECK(FakeCuda::count(calls, "cuStreamDestroy") == (std::string(step) == "cuStreamCreate" ? 0u : 1u));
+  }
+  fake().fail("", 0);
+  fake().reset();
+  CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+        FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 1);
   fa3_destroy(h);
 }
 
@@ -487,9 +511,40 @@ TEST_CASE("fake driver: failures launch nothing and say what failed", "[cpu][run
           "kernel fa3_fwd_f16_d128_m128_n128_s2_w2 does not fit this problem (bf16, head_dim 128, causal)");
     CHECK(fa3_forward_with_kernel(h, "fa3_fwd_nope", &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
                                   nullptr) == FA3_ERR_UNSUPPORTED);
+    // A backward kernel's name: said so, not "not compiled" (fa3_kernel_name lists it).
+    if (!fa3::compiled_backward_kernels().empty()) {
+      const std::string backward = fa3::compiled_backward_kernels().front().name;
+      CHECK(fa3_forward_with_kernel(h, backward.c_str(), &pr.q, &pr.k, &pr.v, &pr.o, pr.lse,
+                                    &pr.p, nullptr) == FA3_ERR_UNSUPPORTED);
+      CHECK(std::string(fa3_last_error()) ==
+            "kernel " + backward + " is a backward kernel; fa3_forward_with_kernel runs forward "
+            "kernels (fa3_fwd_...)");
+    }
     CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 0);
   }
   fa3_destroy(h);
+}
+
+TEST_CASE("fake driver: the table's pick is the library's kernel: its name outlives the handle, "
+          "and it is loaded once however it is named",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = nullptr;
+  REQUIRE(fa3_forward_select(h, &pr.q, &pr.k, &pr.v, &pr.p, &name) == FA3_OK);
+  REQUIRE(name != nullptr);
+  // The registry's own string (what fa3_kernel_name returns), not the handle's table's copy.
+  const fa3::KernelInfo* compiled = fa3::find_compiled_kernel(name);
+  REQUIRE(compiled != nullptr);
+  CHECK(name == compiled->name.c_str());
+  REQUIRE(pr.run(h) == FA3_OK);
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
+          FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 2);
+  fa3_destroy(h);
+  CHECK(std::string(name) == compiled->name);
 }
 
 TEST_CASE("fake driver: a call with an LSE runs the twin of a kernel with PV-GEMM row sums",

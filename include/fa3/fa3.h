@@ -72,10 +72,12 @@ fa3_status fa3_destroy(fa3_handle* h);
  * twin without _ls, which sums them in fp32. O may then differ in its last bits between a call
  * with and one without lse (both meet the same error bound; each is deterministic).
  * p: NULL means {0, 0}. stream: a CUstream / cudaStream_t of the handle's device, or NULL for
- * the legacy default stream. Asynchronous: no synchronization. Kernels with a dynamic tile
- * scheduler (names with _dy) keep a 4-byte tile counter per (context, stream): the first such
- * call on a stream takes one from a 4 KB block the handle allocates (cuMemAlloc, zeroed by
- * cuMemsetD32) once per 1024 streams of a context and frees at fa3_destroy (a caller-owned
+ * the legacy default stream. Asynchronous: no synchronization. Kernels that draw their tiles
+ * (names with _dy, and the persistent causal ones, _ps..._causal: the built-in table's causal
+ * picks) keep a 4-byte tile counter per (context, stream): the first such
+ * call on a stream takes one from a 4 KB block the handle allocates (cuMemAlloc, zeroed on a
+ * stream of the handle's own and waited for: no work of the caller's is waited on) once per
+ * 1024 streams of a context and frees at fa3_destroy (a caller-owned
  * context's block goes with that context); no other forward call allocates. CUDA graphs: such
  * a call is captured on a stream the caller created (not the NULL, legacy or per-thread
  * stream) once the context has made one such call outside any capture (else

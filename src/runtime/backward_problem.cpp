@@ -120,8 +120,16 @@ Error select_backward_kernel(const TuningTable& table, const std::vector<KernelI
   const KernelInfo* pick = table.select({Direction::Backward, prob.dtype, prob.head_dim,
                                          prob.causal, prob.seqlen_q, prob.seqlen_k});
   if (!pick) return select_backward_kernel(kernels, prob, out);
-  *out = pick;
-  return Error::ok();
+  // The entry of `kernels` (the library's list), not the table's copy: a kernel is then loaded
+  // once per context whether the table or fa3_backward_with_kernel names it.
+  for (const KernelInfo& kernel : kernels)
+    if (kernel.name == pick->name) {
+      *out = &kernel;
+      return Error::ok();
+    }
+  return make_error(FA3_ERR_INTERNAL, "the tuning table's kernel " + pick->name +
+                                          " is not in the compiled backward kernels (a validated "
+                                          "table names compiled kernels only; this is a bug)");
 }
 
 Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_params* p,

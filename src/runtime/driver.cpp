@@ -8,7 +8,8 @@ namespace fa3 {
 
 Error Driver::load(Driver* out) {
   Driver d;
-  const char* override_path = std::getenv("FA3_LIBCUDA");
+  // secure_getenv: a setuid or setcap program does not load the library an environment names.
+  const char* override_path = secure_getenv("FA3_LIBCUDA");
   const char* path = override_path && *override_path ? override_path : "libcuda.so.1";
   d.library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!d.library) {
@@ -22,11 +23,18 @@ Error Driver::load(Driver* out) {
       reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(d.library, "cuGetProcAddress_v2"));
   auto get_version =
       reinterpret_cast<PFN_cuDriverGetVersion_v2020>(dlsym(d.library, "cuDriverGetVersion"));
-  if (!get_proc || !get_version || get_version(&d.version) != CUDA_SUCCESS) {
+  if (!get_proc || !get_version) {
     dlclose(d.library);
     return make_error(FA3_ERR_NO_DRIVER,
-                      std::string("the CUDA driver ") + path +
-                          " is too old: it lacks cuGetProcAddress_v2 (fa3 needs a CUDA 12 or newer driver)");
+                      std::string("the CUDA driver ") + path + " is too old: it lacks " +
+                          (get_proc ? "cuDriverGetVersion" : "cuGetProcAddress_v2") +
+                          " (fa3 needs a CUDA 12 or newer driver)");
+  }
+  if (const CUresult r = get_version(&d.version); r != CUDA_SUCCESS) {
+    dlclose(d.library);
+    return make_error(FA3_ERR_NO_DRIVER, std::string("the CUDA driver ") + path +
+                                             " failed cuDriverGetVersion (CUresult " +
+                                             std::to_string(static_cast<int>(r)) + ")");
   }
   std::string missing;
 #define FA3_RESOLVE(symbol, member, version)                                            \

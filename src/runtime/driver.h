@@ -38,9 +38,11 @@ namespace fa3 {
   X(cuFuncSetAttribute, func_set_attribute, 9000)             \
   X(cuMemAlloc, mem_alloc, 3020)                              \
   X(cuMemFree, mem_free, 3020)                                \
-  X(cuMemsetD32, memset_d32, 3020)                            \
+  X(cuMemsetD32Async, memset_d32_async, 3020)                 \
   X(cuStreamGetId, stream_get_id, 12000)                      \
   X(cuStreamIsCapturing, stream_is_capturing, 10000)          \
+  X(cuStreamCreate, stream_create, 2000)                      \
+  X(cuStreamDestroy, stream_destroy, 4000)                    \
   X(cuStreamSynchronize, stream_synchronize, 2000)            \
   X(cuLaunchKernelEx, launch_kernel_ex, 11060)                \
   X(cuTensorMapEncodeTiled, tensor_map_encode_tiled, 12000)

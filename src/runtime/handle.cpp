@@ -204,6 +204,27 @@ Error stream_id(Driver& d, CUstream stream, unsigned long long* id) {
   return Error::ok();
 }
 
+// Zeroes a new block of tile counters before any kernel can read them, on any stream. Not by
+// cuMemsetD32: it runs on the legacy default stream, asynchronously to the host, and a
+// caller's stream created non-blocking (as PyTorch's side streams are) does not wait for it,
+// so the first kernel could draw from the allocation's old contents (tiles skipped, or drawn
+// out of range). A stream of the handle's own, waited for, orders the zeros before the call
+// returns without waiting for any work of the caller's.
+Error zero_counters(Driver& d, CUdeviceptr base) {
+  CUstream own = nullptr;
+  CUresult r = d.stream_create(&own, CU_STREAM_NON_BLOCKING);
+  if (r != CUDA_SUCCESS) return d.fail(r, "creating a stream to zero tile counters (cuStreamCreate)");
+  r = d.memset_d32_async(base, 0, kCountersPerChunk, own);
+  const char* what = "zeroing tile counters (cuMemsetD32Async)";
+  if (r == CUDA_SUCCESS) {
+    r = d.stream_synchronize(own);
+    what = "zeroing tile counters (cuStreamSynchronize)";
+  }
+  d.stream_destroy(own);
+  if (r != CUDA_SUCCESS) return d.fail(r, what);
+  return Error::ok();
+}
+
 }  // namespace
 
 Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
@@ -252,10 +273,10 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
     CUdeviceptr base = 0;
     CUresult r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
     if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
-    r = d.memset_d32(base, 0, kCountersPerChunk);
-    if (r != CUDA_SUCCESS) {
+    e = zero_counters(d, base);
+    if (e.failed()) {
       d.mem_free(base);
-      return d.fail(r, "zeroing tile counters (cuMemsetD32)");
+      return e;
     }
     h->counter_chunks.push_back({context, base, 0});
     chunk = &h->counter_chunks.back();

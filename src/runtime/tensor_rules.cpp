@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -108,6 +109,15 @@ Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal
   if (!(p->softmax_scale >= 0.0f) || std::isinf(p->softmax_scale))
     return invalid("p->softmax_scale must be finite and > 0, or 0 for 1/sqrt(head_dim) (got " +
                    std::to_string(p->softmax_scale) + ")");
+  // The kernels scale by softmax_scale * log2(e) in float: past FLT_MAX / log2(e) that is inf,
+  // and every output NaN.
+  if (static_cast<double>(p->softmax_scale) * M_LOG2E > static_cast<double>(FLT_MAX)) {
+    char got[32];
+    std::snprintf(got, sizeof got, "%g", static_cast<double>(p->softmax_scale));
+    return invalid(std::string("p->softmax_scale is ") + got +
+                   ": softmax_scale * log2(e), which the kernels use, must fit in a float, so "
+                   "the scale must be at most 2.35e+38");
+  }
   *causal = p->causal == 1;
   *scale = p->softmax_scale != 0.0f
                ? p->softmax_scale

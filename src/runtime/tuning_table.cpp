@@ -693,6 +693,12 @@ Error TuningTable::parse(const std::string& json_text, const std::string& source
   if (json_text.size() > kMaxTableBytes)
     return table_error(source, "larger than 1 MiB (" + std::to_string(kMaxTableBytes) +
                                    " bytes), the most a table may be");
+  // The JSON library's lexer takes a NUL byte for the end of its input and would accept
+  // anything after one; a raw NUL is never valid JSON.
+  const size_t nul = json_text.find('\0');
+  if (nul != std::string::npos)
+    return table_error(source, "a NUL byte at " + line_and_column(json_text, nul) +
+                                   ": a table is JSON text, which has none");
   DocumentBuilder builder(json_text);
   if (!Json::sax_parse(json_text, &builder)) return table_error(source, builder.problem());
   const Json doc = builder.take_document();

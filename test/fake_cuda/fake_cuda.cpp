@@ -162,10 +162,16 @@ CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
   return CUDA_SUCCESS;
 }
 CUresult mem_free(CUdeviceptr) { FAKE_ENTER("cuMemFree"); return CUDA_SUCCESS; }
-CUresult memset_d32(CUdeviceptr, unsigned int, size_t) {
-  FAKE_ENTER("cuMemsetD32");
+CUresult memset_d32_async(CUdeviceptr, unsigned int, size_t, CUstream) {
+  FAKE_ENTER("cuMemsetD32Async");
   return CUDA_SUCCESS;
 }
+CUresult stream_create(CUstream* s, unsigned int) {
+  FAKE_ENTER("cuStreamCreate");
+  *s = reinterpret_cast<CUstream>(uintptr_t{0x5eed});
+  return CUDA_SUCCESS;
+}
+CUresult stream_destroy(CUstream) { FAKE_ENTER("cuStreamDestroy"); return CUDA_SUCCESS; }
 CUresult stream_synchronize(CUstream) { FAKE_ENTER("cuStreamSynchronize"); return CUDA_SUCCESS; }
 // Stream ids: the handle's value (a test's streams are distinct made-up pointers).
 CUresult stream_get_id(CUstream s, unsigned long long* id) {
@@ -244,7 +250,9 @@ const Entry kEntries[] = {
     {"cuLaunchKernelEx", reinterpret_cast<void*>(launch_kernel_ex)},
     {"cuMemAlloc", reinterpret_cast<void*>(mem_alloc)},
     {"cuMemFree", reinterpret_cast<void*>(mem_free)},
-    {"cuMemsetD32", reinterpret_cast<void*>(memset_d32)},
+    {"cuMemsetD32Async", reinterpret_cast<void*>(memset_d32_async)},
+    {"cuStreamCreate", reinterpret_cast<void*>(stream_create)},
+    {"cuStreamDestroy", reinterpret_cast<void*>(stream_destroy)},
     {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(stream_is_capturing)},
     {"cuStreamSynchronize", reinterpret_cast<void*>(stream_synchronize)},
