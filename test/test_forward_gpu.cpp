@@ -4,6 +4,8 @@
 // poisoned with NaN first, odd sizes, GQA, causal both ways, strided layouts.
 #include <catch2/catch.hpp>
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -765,6 +767,44 @@ TEST_CASE("a first tile-drawing call on a non-blocking stream finds its counters
   CHECK(first == again);
   cuda_check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   fa3_destroy(h);
+}
+
+TEST_CASE("one handle in contexts made one after another at the same address",
+          "[gpu][forward]") {
+  // The driver hands a destroyed context's address to the next context it makes. A handle's
+  // kernels and tile counters of the destroyed context are gone with it, so the handle must
+  // load them afresh in the new one (it keys them by cuCtxGetId, not the address). Contexts
+  // are made until one lands at an address seen before (the H200 did within 6).
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(cuda != nullptr);
+  using DeviceGet = CUresult (*)(CUdevice*, int);
+  using CtxCreate = CUresult (*)(CUcontext*, unsigned int, CUdevice);  // the _v2 ABI
+  using CtxDestroy = CUresult (*)(CUcontext);
+  const auto device_get = reinterpret_cast<DeviceGet>(dlsym(cuda, "cuDeviceGet"));
+  const auto ctx_create = reinterpret_cast<CtxCreate>(dlsym(cuda, "cuCtxCreate_v2"));
+  const auto ctx_destroy = reinterpret_cast<CtxDestroy>(dlsym(cuda, "cuCtxDestroy_v2"));
+  REQUIRE((device_get && ctx_create && ctx_destroy));
+  CUdevice device = 0;
+  REQUIRE(device_get(&device, test_device()) == CUDA_SUCCESS);
+  Runner runner;  // one handle for every context
+  Case c;
+  c.bf16 = true; c.head_dim = 128; c.causal = true;  // the table's causal picks draw tiles
+  c.batch = 2; c.seqlen_q = 700; c.seqlen_k = 700; c.heads = 4; c.heads_kv = 2;
+  std::vector<CUcontext> seen;
+  bool again = false;
+  uint64_t seed = 9191;
+  for (int made = 0; made < 24 && !again; ++made) {
+    CUcontext context = nullptr;
+    REQUIRE(ctx_create(&context, 0, device) == CUDA_SUCCESS);  // current on this thread now
+    again = std::find(seen.begin(), seen.end(), context) != seen.end();
+    seen.push_back(context);
+    INFO("context " << made << (again ? ", at an address seen before" : ""));
+    check_outcome(runner.run(c, seed++));  // its buffers freed before the context goes
+    c.with_lse = !c.with_lse;
+    REQUIRE(ctx_destroy(context) == CUDA_SUCCESS);  // popped: the primary context is current
+  }
+  if (!again) WARN("no context landed at a destroyed one's address in " << seen.size() << " made");
+  check_outcome(runner.run(c, seed));  // and the primary context still works
 }
 
 TEST_CASE("the dynamic tile scheduler: back-to-back launches and concurrent streams",

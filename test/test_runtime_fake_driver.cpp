@@ -449,6 +449,45 @@ TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: a context made again at a destroyed one's address, or a reset primary "
+          "context, gets its kernels and counters afresh",
+          "[cpu][runtime]") {
+  // The driver hands a destroyed context's address to a later context, and a reset primary
+  // context keeps its address: what the handle loaded or allocated there is gone. The caches
+  // go by cuCtxGetId's id, which the fake renews as the driver would.
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = compiled_d128(causal_persistent);
+  REQUIRE(name);
+  const auto run = [&] {
+    return fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                   reinterpret_cast<void*>(0x10));
+  };
+  fake().make_current(1);
+  REQUIRE(run() == FA3_OK);
+  REQUIRE(run() == FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 1);  // the block of tile counters
+  fake().renew_context(1);
+  REQUIRE(run() == FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 2);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 2);
+  // The primary context (pushed for the call), then reset.
+  fake().make_current(0);
+  REQUIRE(run() == FA3_OK);
+  fake().renew_context(0);
+  REQUIRE(run() == FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 4);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == 4);
+  // fa3_destroy releases what the primary context holds now, not what its reset took (whose
+  // addresses may be another allocation's by then), nor the user contexts'.
+  fake().reset();
+  fa3_destroy(h);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleUnload") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 1);
+}
+
 TEST_CASE("fake driver: a kernel is loaded once per context, also under concurrent calls",
           "[cpu][runtime]") {
   UseFakeDriver use;

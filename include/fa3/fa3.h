@@ -45,7 +45,8 @@ typedef struct {
 } fa3_tensor;
 
 typedef struct {
-  float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite and > 0 */
+  float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite, > 0 and at most 2.35e38
+                          (the kernels scale by softmax_scale * log2(e), a float) */
   int causal;          /* 0 or 1; bottom-right aligned when seqlen_q != seqlen_k (FA2/FA3 rule):
                           query i sees keys j <= i + seqlen_k - seqlen_q */
   /* Fields below were added after the first release; the forward reads none of them, so a
@@ -57,8 +58,11 @@ typedef struct {
 /* Creates a handle for CUDA device `device` (an ordinal as the driver counts them).
  * tuning_table_path: NULL for the built-in table, else a JSON file (schema: docs/tuning_table.md).
  * The handle uses the calling thread's current CUDA context when it belongs to `device`,
- * otherwise the device's primary context (the one the CUDA runtime and PyTorch use).
- * A handle may be used from several threads at once. */
+ * otherwise the device's primary context (the one the CUDA runtime and PyTorch use). Each
+ * context gets the kernels (and tile counters, workspaces) it needs at its first call; a
+ * context destroyed, or a primary context reset (cudaDeviceReset), takes its own with it, and
+ * the handle serves the contexts that come after. A handle may be used from several threads
+ * at once. */
 fa3_status fa3_create(fa3_handle** h, int device, const char* tuning_table_path);
 fa3_status fa3_destroy(fa3_handle* h);
 

@@ -187,7 +187,7 @@ void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
 
 }  // namespace
 
-Error prepare_backward(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+Error prepare_backward(fa3_handle* h, const Context& context, const KernelInfo& kernel,
                        const BackwardProblem& prob, const fa3_tensor& q, const fa3_tensor& k,
                        const fa3_tensor& v, const fa3_tensor& o, const fa3_tensor& dout,
                        const float* lse, const fa3_tensor& dq, const fa3_tensor& dk,

@@ -54,7 +54,7 @@ struct BackwardCall {
 
 // Loads the kernel's module in `context` (current) the first time and builds the call's
 // parameters and grids.
-Error prepare_backward(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+Error prepare_backward(fa3_handle* h, const Context& context, const KernelInfo& kernel,
                        const BackwardProblem& prob, const fa3_tensor& q, const fa3_tensor& k,
                        const fa3_tensor& v, const fa3_tensor& o, const fa3_tensor& dout,
                        const float* lse, const fa3_tensor& dq, const fa3_tensor& dk,

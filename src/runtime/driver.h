@@ -30,6 +30,7 @@ namespace fa3 {
   X(cuDevicePrimaryCtxRelease, primary_ctx_release, 11000)    \
   X(cuCtxGetCurrent, ctx_get_current, 4000)                   \
   X(cuCtxGetDevice, ctx_get_device, 2000)                     \
+  X(cuCtxGetId, ctx_get_id, 12000)                            \
   X(cuCtxPushCurrent, ctx_push_current, 4000)                 \
   X(cuCtxPopCurrent, ctx_pop_current, 4000)                   \
   X(cuModuleLoadData, module_load_data, 2000)                 \

@@ -60,13 +60,17 @@ void destroy_handle(fa3_handle* h) {
   Driver& d = h->driver;
   // Modules, counters and workspaces of the primary context are released here; those of other
   // (caller-owned) contexts go away with their context, which may already be destroyed.
-  if (d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
+  // Only the primary context as it is now: what a reset took with it is gone, and its device
+  // addresses may belong to new allocations.
+  Context primary{h->primary, 0};
+  if (d.ctx_get_id(h->primary, &primary.id) == CUDA_SUCCESS &&
+      d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
     for (const fa3_handle::LoadedKernel& k : h->loaded)
-      if (k.context == h->primary) d.module_unload(k.module);
+      if (k.context == primary) d.module_unload(k.module);
     for (const fa3_handle::CounterChunk& c : h->counter_chunks)
-      if (c.context == h->primary) d.mem_free(c.base);
+      if (c.context == primary) d.mem_free(c.base);
     for (const auto& w : h->workspaces)
-      if (w->context == h->primary && w->base != 0) d.mem_free(w->base);
+      if (w->context == primary && w->base != 0) d.mem_free(w->base);
     CUcontext popped;
     d.ctx_pop_current(&popped);
   }
@@ -81,7 +85,8 @@ ContextScope::ContextScope(fa3_handle* h) : h_(h) {
   if (d.ctx_get_current(&current) == CUDA_SUCCESS && current != nullptr) {
     CUdevice dev;
     if (d.ctx_get_device(&dev) == CUDA_SUCCESS && dev == h->device) {
-      context_ = current;
+      context_.handle = current;
+      identify();
       return;
     }
   }
@@ -91,8 +96,14 @@ ContextScope::ContextScope(fa3_handle* h) : h_(h) {
                            " current (cuCtxPushCurrent)");
     return;
   }
-  context_ = h->primary;
+  context_.handle = h->primary;
   pushed_ = true;
+  identify();
+}
+
+void ContextScope::identify() {
+  const CUresult r = h_->driver.ctx_get_id(context_.handle, &context_.id);
+  if (r != CUDA_SUCCESS) error_ = h_->driver.fail(r, "identifying the current context (cuCtxGetId)");
 }
 
 ContextScope::~ContextScope() {
@@ -106,7 +117,7 @@ namespace {
 
 // The entry of `kernel` loaded in `context`, loading its cubin (and, for a backward kernel,
 // finding its _pre, _post and _lf) the first time. Called with loaded_mutex held.
-Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+Error load_kernel(fa3_handle* h, const Context& context, const KernelInfo& kernel,
                   const fa3_handle::LoadedKernel** out) {
   for (const fa3_handle::LoadedKernel& k : h->loaded)
     if (k.context == context && k.kernel == &kernel) {
@@ -151,7 +162,7 @@ Error load_kernel(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
 
 }  // namespace
 
-Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out) {
+Error get_function(fa3_handle* h, const Context& context, const KernelInfo& kernel, CUfunction* out) {
   std::lock_guard<std::mutex> lock(h->loaded_mutex);
   const fa3_handle::LoadedKernel* k = nullptr;
   Error e = load_kernel(h, context, kernel, &k);
@@ -160,7 +171,7 @@ Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, C
   return Error::ok();
 }
 
-Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+Error get_backward_functions(fa3_handle* h, const Context& context, const KernelInfo& kernel,
                              BackwardFunctions* out) {
   std::lock_guard<std::mutex> lock(h->loaded_mutex);
   const fa3_handle::LoadedKernel* k = nullptr;
@@ -176,7 +187,7 @@ constexpr int kCountersPerChunk = 1024;
 
 // A counter no stream has had, from a chunk of `context` with room (zero since the chunk's
 // cuMemsetD32); nullptr when none has room. Called with counters_mutex held.
-fa3_handle::CounterChunk* chunk_with_room(fa3_handle* h, CUcontext context) {
+fa3_handle::CounterChunk* chunk_with_room(fa3_handle* h, const Context& context) {
   for (fa3_handle::CounterChunk& c : h->counter_chunks)
     if (c.context == context && c.used < kCountersPerChunk) return &c;
   return nullptr;
@@ -227,7 +238,7 @@ Error zero_counters(Driver& d, CUdeviceptr base) {
 
 }  // namespace
 
-Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out) {
+Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream, CUdeviceptr* out) {
   Driver& d = h->driver;
   // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32: find the
   // counter by the handle then.
@@ -286,7 +297,7 @@ Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUd
   return Error::ok();
 }
 
-Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
+Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use) {
   Driver& d = h->driver;
   // A graph would keep the workspace's address, which a later call on the stream may free (to

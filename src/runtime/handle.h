@@ -14,6 +14,20 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/tuning_table.h"
 
+namespace fa3 {
+
+// A CUDA context as the handle's caches know it. Its CUcontext alone cannot key them: the
+// driver hands a destroyed context's address to a later context, and a reset primary context
+// (cuDevicePrimaryCtxReset, cudaDeviceReset) keeps its address while its modules and memory
+// are gone. cuCtxGetId's id is unique for the process's lifetime.
+struct Context {
+  CUcontext handle = nullptr;
+  unsigned long long id = 0;
+  bool operator==(const Context& other) const { return id == other.id; }
+};
+
+}  // namespace fa3
+
 struct fa3_handle {
   fa3::Driver driver;
   int ordinal = 0;
@@ -25,7 +39,7 @@ struct fa3_handle {
   fa3::TuningTable table;
 
   struct LoadedKernel {
-    CUcontext context;
+    fa3::Context context;
     const fa3::KernelInfo* kernel;
     CUmodule module;
     CUfunction function;
@@ -39,12 +53,12 @@ struct fa3_handle {
   // carved out of chunks of device memory allocated on first use. A launch leaves its
   // counter at 0 again, so launches in one stream (which run in order) can share it.
   struct CounterChunk {
-    CUcontext context;
+    fa3::Context context;
     CUdeviceptr base;
     int used;
   };
   struct StreamCounter {
-    CUcontext context;
+    fa3::Context context;
     unsigned long long stream_id;  // cuStreamGetId: unique for the process's lifetime
     CUstream stream;  // the handle, for calls during a capture (where cuStreamGetId is refused)
     CUdeviceptr counter;
@@ -58,7 +72,7 @@ struct fa3_handle {
   // demand, never shrunk. An entry's mutex is held from its lookup to the end of the launch
   // that uses it (fa3::with_stream_workspace).
   struct StreamWorkspace {
-    CUcontext context;
+    fa3::Context context;
     unsigned long long stream_id;  // cuStreamGetId
     CUdeviceptr base = 0;
     size_t bytes = 0;
@@ -83,17 +97,19 @@ class ContextScope {
   ContextScope(const ContextScope&) = delete;
   ContextScope& operator=(const ContextScope&) = delete;
   const Error& error() const { return error_; }
-  CUcontext context() const { return context_; }
+  const Context& context() const { return context_; }
 
  private:
+  void identify();  // context_.id, or error_
+
   fa3_handle* h_;
-  CUcontext context_ = nullptr;
+  Context context_;
   bool pushed_ = false;
   Error error_;
 };
 
 // The kernel's function in `context` (current), loading its cubin the first time.
-Error get_function(fa3_handle* h, CUcontext context, const KernelInfo& kernel, CUfunction* out);
+Error get_function(fa3_handle* h, const Context& context, const KernelInfo& kernel, CUfunction* out);
 
 // A backward kernel's functions (the main loop, <name>_pre, <name>_post, and <name>_lf where
 // BwdConfig::causal_last_first) in `context`.
@@ -101,7 +117,7 @@ struct BackwardFunctions {
   CUfunction main = nullptr, pre = nullptr, post = nullptr;
   CUfunction last_first = nullptr;  // <name>_lf, where the kernel has one
 };
-Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo& kernel,
+Error get_backward_functions(fa3_handle* h, const Context& context, const KernelInfo& kernel,
                              BackwardFunctions* out);
 
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
@@ -110,7 +126,7 @@ Error get_backward_functions(fa3_handle* h, CUcontext context, const KernelInfo&
 // counter its handle got last, else a spare one of the context's chunks; and
 // FA3_ERR_INVALID_ARGUMENT when the context has no chunk with room yet, or for the NULL,
 // legacy or per-thread stream's handle.
-Error stream_tile_counter(fa3_handle* h, CUcontext context, CUstream stream, CUdeviceptr* out);
+Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream, CUdeviceptr* out);
 
 // Sizes of the handle's workspaces are rounded up to this, so that calls of slowly growing
 // problems do not synchronize and reallocate each time.
@@ -122,7 +138,7 @@ constexpr size_t kWorkspaceGranularity = size_t{2} << 20;
 // never both. Calls for one stream wait for each other from the lookup to the end of `use`: a
 // growth in one thread must not free the buffer another thread is launching with. Refused
 // (FA3_ERR_INVALID_ARGUMENT) on a stream that is capturing a graph.
-Error with_stream_workspace(fa3_handle* h, CUcontext context, CUstream stream, size_t bytes,
+Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use);
 
 }  // namespace fa3

@@ -22,6 +22,10 @@ struct State {
   CUresult failure = CUDA_SUCCESS;
   int major = 9, minor = 0, device_count = 1;
   int contexts[4] = {};          // contexts[0]: primary of device 0; [1]: a "user" context
+  // cuCtxGetId of each context: renewed (fake_cuda_renew_context) as a context destroyed and
+  // made again at its address, or a reset primary context, would be. Not reset: ids only grow.
+  unsigned long long context_ids[4] = {1, 2, 3, 4};
+  unsigned long long next_context_id = 5;
   int modules = 0, functions = 0, allocations = 0;
   std::vector<size_t> allocated_bytes;  // of each cuMemAlloc since the last reset
   std::vector<std::string> function_names;  // of function 0x2001, 0x2002, ...
@@ -107,6 +111,16 @@ CUresult ctx_get_device(CUdevice* d) {
   // The "user" context (contexts[1]) belongs to device 0, contexts[2] to device 1.
   *d = current == reinterpret_cast<CUcontext>(&state().contexts[2]) ? 1 : 0;
   return CUDA_SUCCESS;
+}
+CUresult ctx_get_id(CUcontext c, unsigned long long* id) {
+  FAKE_ENTER("cuCtxGetId");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  for (int i = 0; i < 4; ++i)
+    if (c == reinterpret_cast<CUcontext>(&state().contexts[i])) {
+      *id = state().context_ids[i];
+      return CUDA_SUCCESS;
+    }
+  return CUDA_ERROR_INVALID_CONTEXT;
 }
 CUresult ctx_push_current(CUcontext c) {
   FAKE_ENTER("cuCtxPushCurrent");
@@ -241,6 +255,7 @@ const Entry kEntries[] = {
     {"cuDevicePrimaryCtxRelease", reinterpret_cast<void*>(primary_ctx_release)},
     {"cuCtxGetCurrent", reinterpret_cast<void*>(ctx_get_current)},
     {"cuCtxGetDevice", reinterpret_cast<void*>(ctx_get_device)},
+    {"cuCtxGetId", reinterpret_cast<void*>(ctx_get_id)},
     {"cuCtxPushCurrent", reinterpret_cast<void*>(ctx_push_current)},
     {"cuCtxPopCurrent", reinterpret_cast<void*>(ctx_pop_current)},
     {"cuModuleLoadData", reinterpret_cast<void*>(module_load_data)},
@@ -319,6 +334,12 @@ void fake_cuda_set_device(int major, int minor, int count) {
 // 2 a context of device 1.
 void fake_cuda_make_current(int which) {
   current = which == 0 ? nullptr : reinterpret_cast<CUcontext>(&state().contexts[which]);
+}
+// Gives context `which` (0 the primary) a new id at the same address: the context destroyed
+// and another made where it was, or the primary context reset.
+void fake_cuda_renew_context(int which) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().context_ids[which] = state().next_context_id++;
 }
 int fake_cuda_current_is_primary() {
   return current == reinterpret_cast<CUcontext>(&state().contexts[0]);

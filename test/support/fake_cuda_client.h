@@ -27,6 +27,7 @@ struct FakeCuda {
   void (*launch_grids_into)(char*, size_t);
   void (*launch_names_into)(char*, size_t);
   void (*set_capturing)(void*);
+  void (*renew_context)(int);
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -102,6 +103,8 @@ inline FakeCuda& fake() {
     REQUIRE(c.launch_names_into != nullptr);
     c.set_capturing = reinterpret_cast<void (*)(void*)>(dlsym(lib, "fake_cuda_set_capturing"));
     REQUIRE(c.set_capturing != nullptr);
+    c.renew_context = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_renew_context"));
+    REQUIRE(c.renew_context != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
