@@ -695,13 +695,15 @@ void CUDART_CB sleep_half_a_second(void*) {
 
 TEST_CASE("a first tile-drawing call on a non-blocking stream finds its counters zeroed",
           "[gpu][forward]") {
-  // A handle's first call of a kernel that draws its tiles in a context allocates the block
-  // of tile counters. Its zeros must be in place before that call's kernel runs on the
-  // caller's stream, even one created non-blocking (as PyTorch's side streams are) while the
-  // legacy default stream is held up, here by a host function sleeping 500 ms. Freed 4 KB
-  // blocks filled with 0x40 bytes come first: a block the driver hands out again then holds
-  // counters of ~1.1e9 (every draw out of range: tiles skipped, O left NaN) unless zeroed in
-  // time.
+  // A tile-drawing call on a stream new to the handle's context takes a counter from a block
+  // of 1024, allocating the block when the last one is used up. Its zeros must be in place
+  // before that call's kernel runs on the caller's stream, even one created non-blocking (as
+  // PyTorch's side streams are) while the legacy default stream is held up, here by a host
+  // function sleeping 500 ms. The first block is used up by 1024 streams first (so the module
+  // is loaded: a first load may wait for the device), then freed 4 KB blocks filled with 0x40
+  // bytes are made: a block the driver hands out again holds counters of ~1.1e9 (every draw
+  // out of range: tiles skipped, O left NaN) unless zeroed in time. With both (a reused block,
+  // a call that did not wait) a late zeroing cannot pass: the legacy stream ran nothing then.
   std::string name;
   for (const std::string& candidate : forward_kernels_to_test()) {
     const fa3::FwdConfig config = config_of(candidate);
@@ -731,6 +733,15 @@ TEST_CASE("a first tile-drawing call on a non-blocking stream finds its counters
 
   fa3_handle* h = nullptr;
   REQUIRE(fa3_create(&h, test_device(), nullptr) == FA3_OK);
+  std::vector<cudaStream_t> used(1024);
+  for (cudaStream_t& s : used) {
+    cuda_check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    REQUIRE(fa3_forward_with_kernel(h, name.c_str(), &tq, &tk, &tv, &to, nullptr, &params, s) == FA3_OK);
+  }
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  for (cudaStream_t s : used) cuda_check(cudaStreamDestroy(s), "cudaStreamDestroy");
+  REQUIRE(h->counter_chunks.size() == 1);
+  o.poison();
   std::vector<void*> freed(256);
   for (void*& block : freed) {
     cuda_check(cudaMalloc(&block, 4096), "cudaMalloc");
@@ -753,8 +764,8 @@ TEST_CASE("a first tile-drawing call on a non-blocking stream finds its counters
   // The case only discriminates when the kernel ran while the legacy stream was held up and
   // the counters reuse a poisoned block; say so when either did not happen.
   bool reused = false;
-  REQUIRE(h->counter_chunks.size() == 1);
-  for (void* block : freed) reused |= h->counter_chunks[0].base == reinterpret_cast<CUdeviceptr>(block);
+  REQUIRE(h->counter_chunks.size() == 2);
+  for (void* block : freed) reused |= h->counter_chunks[1].base == reinterpret_cast<CUdeviceptr>(block);
   if (!reused) WARN("the counters' block is no freed, poisoned block: this run cannot tell a late zeroing");
   if (ms >= 450) WARN("the call waited for the legacy stream (" << ms << " ms)");
   size_t unwritten = 0;
