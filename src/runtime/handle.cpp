@@ -186,7 +186,7 @@ namespace {
 constexpr int kCountersPerChunk = 1024;
 
 // A counter no stream has had, from a chunk of `context` with room (zero since the chunk's
-// cuMemsetD32); nullptr when none has room. Called with counters_mutex held.
+// zeroing, zero_counters); nullptr when none has room. Called with counters_mutex held.
 fa3_handle::CounterChunk* chunk_with_room(fa3_handle* h, const Context& context) {
   for (fa3_handle::CounterChunk& c : h->counter_chunks)
     if (c.context == context && c.used < kCountersPerChunk) return &c;
@@ -240,7 +240,7 @@ Error zero_counters(Driver& d, CUdeviceptr base) {
 
 Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream, CUdeviceptr* out) {
   Driver& d = h->driver;
-  // During a capture the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32: find the
+  // During a capture the driver refuses cuStreamGetId, cuMemAlloc and the zeroing: find the
   // counter by the handle then.
   bool capturing = false;
   Error e = stream_capturing(d, stream, &capturing);

@@ -122,7 +122,7 @@ Error get_backward_functions(fa3_handle* h, const Context& context, const Kernel
 
 // The zeroed 32-bit tile counter of `stream` in `context` (current); the first call for a
 // stream may allocate (one chunk of counters per context at a time). While the stream is
-// capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and cuMemsetD32): the
+// capturing a graph (where the driver refuses cuStreamGetId, cuMemAlloc and the zeroing): the
 // counter its handle got last, else a spare one of the context's chunks; and
 // FA3_ERR_INVALID_ARGUMENT when the context has no chunk with room yet, or for the NULL,
 // legacy or per-thread stream's handle.
