@@ -997,7 +997,9 @@ TEST_CASE("backward: the handle's workspace grows per stream and is freed with t
   CHECK(fake().allocated_bytes(1) == granules(workspace_of(large)));
   CHECK(fake().allocated_bytes(1) > fake().allocated_bytes(0));
 
-  // Another stream has its own (streams may run at once); the first stream keeps its large one.
+  // Another stream, while the first one's call has not run, gets one of its own (streams may
+  // run at once); the first stream keeps its large one.
+  fake().set_stream_busy(stream, 1);
   REQUIRE(a.run(fh.h, reinterpret_cast<void*>(0x20)) == FA3_OK);
   CHECK(fake().count("cuMemAlloc") == 3);
   CHECK(fake().allocated_bytes(2) == granules(workspace_of(a)));
@@ -1011,8 +1013,105 @@ TEST_CASE("backward: the handle's workspace grows per stream and is freed with t
   CHECK(address_of(last_params().lse_log2) == kWorkspace);
 
   const size_t frees = fake().count("cuMemFree");
+  const int events = fake().live_events();
   fh.destroy();
   CHECK(fake().count("cuMemFree") == frees + 2);  // the two live workspaces
+  CHECK(fake().live_events() == events - 2);       // and their events
+}
+
+TEST_CASE("backward: a stream takes over a handle's workspace whose last call has run",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;
+  Args a;
+  a.workspace = nullptr;
+  Args large = a;
+  for (fa3_tensor* t : large.like_q()) {
+    t->seqlen = 4000;
+    t->stride_batch = 4000 * 8 * 128;
+  }
+  auto stream = [](uintptr_t n) { return reinterpret_cast<void*>(n); };
+  auto workspace_used = [] { return address_of(last_params().lse_log2); };
+  // A stream per call, each dropped after it (as a caller making streams on the fly): when
+  // the last call has run, the next stream takes its workspace: one in all, no waiting.
+  for (uintptr_t n = 1; n <= 100; ++n) REQUIRE(a.run(fh.h, stream(0x1000 + n)) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 1);
+  CHECK(fake().count("cuEventCreate") == 1);
+  CHECK(fake().count("cuEventRecord") == 100);  // after each call, on its stream
+  CHECK(fake().count("cuStreamSynchronize") == 0);
+  CHECK(fh.h->workspaces.size() == 1);
+  const uintptr_t small_one = workspace_used();
+
+  // Busy streams keep theirs: a new stream gets a new one, which it then keeps while busy.
+  fake().set_stream_busy(stream(0x1064), 1);  // the last of the 100
+  REQUIRE(large.run(fh.h, stream(0x2000)) == FA3_OK);
+  CHECK(fake().count("cuMemAlloc") == 2);
+  const uintptr_t large_one = workspace_used();
+  CHECK(large_one != small_one);
+  fake().set_stream_busy(stream(0x2000), 1);
+  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);  // its own, though busy: stream order
+  CHECK(workspace_used() == small_one);
+  REQUIRE(a.run(fh.h, stream(0x3000)) == FA3_OK);  // both busy: a third
+  CHECK(fake().count("cuMemAlloc") == 3);
+  CHECK(fake().count("cuEventCreate") == 3);
+
+  // Of the idle ones, the first large enough; a too small idle one is grown without waiting
+  // (its last call has run); both free the old buffer before allocating.
+  fake().set_stream_busy(stream(0x1064), 0);
+  fake().set_stream_busy(stream(0x2000), 0);
+  fake().set_stream_busy(stream(0x3000), 1);
+  REQUIRE(large.run(fh.h, stream(0x4000)) == FA3_OK);  // the large one, as it is
+  CHECK(workspace_used() == large_one);
+  CHECK(fake().count("cuMemAlloc") == 3);
+  fake().set_stream_busy(stream(0x4000), 1);
+  const std::string before = fake().calls();
+  REQUIRE(large.run(fh.h, stream(0x5000)) == FA3_OK);  // the small one, grown
+  const std::string grown = fake().calls().substr(before.size());
+  CHECK(FakeCuda::count(grown, "cuStreamSynchronize") == 0);
+  CHECK(FakeCuda::count(grown, "cuMemFree") == 1);
+  CHECK(FakeCuda::count(grown, "cuMemAlloc") == 1);
+  CHECK(grown.find("cuMemFree;") < grown.find("cuMemAlloc;"));
+  CHECK(fake().allocated_bytes(3) == granules(workspace_of(large)));
+  CHECK(fh.h->workspaces.size() == 3);
+  // The stream whose workspace was taken over finds another (here a new one: all are busy).
+  fake().set_stream_busy(stream(0x5000), 1);
+  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);
+  CHECK(workspace_used() != small_one);
+  CHECK(fake().count("cuMemAlloc") == 5);
+  CHECK(fh.h->workspaces.size() == 4);
+
+  // A failed record keeps the workspace with its stream (its end is unknown), and says so.
+  fake().set_stream_busy(stream(0x1064), 0);
+  fake().fail("cuEventRecord", CUDA_ERROR_INVALID_HANDLE);
+  CHECK(a.run(fh.h, stream(0x1064)) == FA3_ERR_CUDA);
+  CHECK(std::string(fa3_last_error()) ==
+        "recording the end of the handle's workspace use (cuEventRecord; the kernels were "
+        "launched) failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
+  fake().fail("", 0);
+  const uintptr_t kept = workspace_used();
+  for (uintptr_t n : {0x3000, 0x4000, 0x5000}) fake().set_stream_busy(stream(n), 0);
+  REQUIRE(a.run(fh.h, stream(0x6000)) == FA3_OK);
+  CHECK(workspace_used() != kept);
+  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);  // its own still
+  CHECK(workspace_used() == kept);
+  CHECK(fake().count("cuMemAlloc") == 5);
+
+  // An event that cannot be made: nothing launched, nothing allocated.
+  for (uintptr_t n : {0x1064, 0x3000, 0x4000, 0x5000, 0x6000}) fake().set_stream_busy(stream(n), 1);
+  fake().fail("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
+  const size_t launches = fake().count("cuLaunchKernelEx");
+  CHECK(a.run(fh.h, stream(0x7000)) == FA3_ERR_OUT_OF_MEMORY);
+  CHECK(std::string(fa3_last_error()) ==
+        "creating an event for the handle's workspace (cuEventCreate) failed: "
+        "CUDA_ERROR_OUT_OF_MEMORY (failure injected by the fake driver)");
+  CHECK(fake().count("cuLaunchKernelEx") == launches);
+  CHECK(fake().count("cuMemAlloc") == 5);
+  fake().fail("", 0);
+
+  const int events = fake().live_events();
+  const size_t frees = fake().count("cuMemFree");
+  fh.destroy();
+  CHECK(fake().count("cuMemFree") == frees + 4);
+  CHECK(fake().live_events() == events - 4);
 }
 
 TEST_CASE("backward: failures while preparing the handle's workspace launch nothing",
@@ -1142,6 +1241,9 @@ TEST_CASE("backward: concurrent calls on one handle get one workspace per stream
           "[cpu][api][runtime]") {
   FakeHandle fh;
   constexpr int kThreads = 8;
+  // Work that never runs: no stream takes over another's workspace.
+  for (int t = 0; t < kThreads / 2; ++t)
+    fake().set_stream_busy(reinterpret_cast<void*>(static_cast<uintptr_t>(0x100 + t)), 1);
   std::vector<std::thread> threads;
   std::vector<fa3_status> status(kThreads, FA3_ERR_INTERNAL);
   for (int t = 0; t < kThreads; ++t)

@@ -26,6 +26,7 @@
 
 #include "fa3/fa3.h"
 #include "gpu_env.h"
+#include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
 #include "support/half.h"
 #include "support/reference.h"
@@ -1165,34 +1166,58 @@ TEST_CASE("fa3_backward is deterministic in deterministic mode, under GQA too",
   }
 }
 
-TEST_CASE("fa3_backward: threads and streams at once, each with the handle's workspace",
-          "[gpu][backward]") {
-  // Every thread runs the same deterministic backward on a stream of its own, three times, with
-  // the handle's workspace: if two streams shared one, or a growth freed one in use, the bits
-  // would differ from a lone run's.
-  const int64_t B = 2, S = 1200, H = 8, Hkv = 2, D = 128;
+// A deterministic backward (GQA 8/2, d128, 1200 rows) and its gradients' bits from a lone call
+// with the handle's workspace: calls that share a workspace while another runs, or use one a
+// growth freed, give other bits.
+struct HandleWorkspaceProblem {
+  static constexpr int64_t B = 2, S = 1200, H = 8, Hkv = 2, D = 128;
   Case c;
-  c.bf16 = true; c.head_dim = D; c.batch = B; c.seqlen_q = c.seqlen_k = S; c.heads = H;
-  c.heads_kv = Hkv; c.deterministic = true;
   Runner runner;
-  std::vector<uint16_t> bits[kTensors];
-  std::vector<float> values;
   DeviceBuffer in[kTensors];
   fa3_tensor x[kTensors];
-  const Plan plan = plan_of(c);
-  for (int t = 0; t < kTensors; ++t) {
-    in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
-    x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
-    if (t == kQ || t == kK || t == kV || t == kDout) {
-      random_inputs(static_cast<size_t>(c.elements(t)), true, 900 + static_cast<uint64_t>(t), &bits[t], &values);
-      in[t].upload(bits[t].data(), bits[t].size() * 2);
-    }
-  }
-  DeviceBuffer lse(static_cast<size_t>(B * H * S) * 4);
+  DeviceBuffer lse{static_cast<size_t>(B * H * S) * 4};
   const fa3_params params{0.0f, 0, 1};
-  REQUIRE(fa3_forward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params,
-                      nullptr) == FA3_OK);
-  auto gradients_of = [&](const fa3_tensor* g) {
+  std::vector<uint16_t> want;
+
+  HandleWorkspaceProblem() {
+    c.bf16 = true; c.head_dim = D; c.batch = B; c.seqlen_q = c.seqlen_k = S; c.heads = H;
+    c.heads_kv = Hkv; c.deterministic = true;
+    std::vector<uint16_t> bits;
+    std::vector<float> values;
+    const Plan plan = plan_of(c);
+    for (int t = 0; t < kTensors; ++t) {
+      in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
+      x[t] = describe_tensor(in[t].get(), plan.at[static_cast<size_t>(t)], c, t);
+      if (t == kQ || t == kK || t == kV || t == kDout) {
+        random_inputs(static_cast<size_t>(c.elements(t)), true, 900 + static_cast<uint64_t>(t), &bits, &values);
+        in[t].upload(bits.data(), bits.size() * 2);
+      }
+    }
+    REQUIRE(fa3_forward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], lse.as<float>(), &params,
+                        nullptr) == FA3_OK);
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
+    REQUIRE(backward(&x[kDq], nullptr) == FA3_OK);
+    cuda_check(cudaDeviceSynchronize(), "lone backward");
+    want = gradients_of(&x[kDq]);
+    CHECK(std::none_of(want.begin(), want.end(), [](uint16_t b) { return std::isnan(from_16bit(b, true)); }));
+  }
+  // dq, dk, dv of the problem's shapes in new poisoned buffers kept in `outs`.
+  std::array<fa3_tensor, 3> fresh_gradients(std::vector<DeviceBuffer>* outs) const {
+    std::array<fa3_tensor, 3> g;
+    for (int i = 0; i < 3; ++i) {
+      outs->emplace_back(static_cast<size_t>(c.elements(kDq + i)) * 2);
+      outs->back().poison();
+      g[static_cast<size_t>(i)] = x[kDq + i];
+      g[static_cast<size_t>(i)].data = outs->back().get();
+    }
+    return g;
+  }
+  // With the handle's workspace.
+  fa3_status backward(fa3_tensor* g, cudaStream_t stream) {
+    return fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                        &g[0], &g[1], &g[2], &params, nullptr, 0, stream);
+  }
+  std::vector<uint16_t> gradients_of(const fa3_tensor* g) const {
     std::vector<uint16_t> all;
     for (int i = 0; i < 3; ++i) {
       std::vector<uint16_t> part(static_cast<size_t>(g[i].batch * g[i].seqlen * g[i].heads * D));
@@ -1200,14 +1225,15 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
       all.insert(all.end(), part.begin(), part.end());
     }
     return all;
-  };
-  for (const int t : {int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
-  REQUIRE(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
-                       &x[kDq], &x[kDk], &x[kDv], &params, nullptr, 0, nullptr) == FA3_OK);
-  cuda_check(cudaDeviceSynchronize(), "lone backward");
-  const std::vector<uint16_t> want = gradients_of(&x[kDq]);
-  CHECK(std::none_of(want.begin(), want.end(), [](uint16_t b) { return std::isnan(from_16bit(b, true)); }));
+  }
+};
 
+TEST_CASE("fa3_backward: threads and streams at once, each with the handle's workspace",
+          "[gpu][backward]") {
+  // Every thread runs the same deterministic backward on a stream of its own, three times, with
+  // the handle's workspace: if two streams shared one, or a growth freed one in use, the bits
+  // would differ from a lone run's.
+  HandleWorkspaceProblem pr;
   constexpr int kThreads = 4, kRounds = 3;
   std::vector<std::string> failures(kThreads);
   std::vector<std::vector<std::vector<uint16_t>>> got(kThreads);
@@ -1220,24 +1246,12 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
         cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
         std::vector<DeviceBuffer> outs;
         std::vector<std::array<fa3_tensor, 3>> grads;
-        for (int r = 0; r < kRounds; ++r) {
-          std::array<fa3_tensor, 3> g;
-          for (int i = 0; i < 3; ++i) {
-            outs.emplace_back(static_cast<size_t>(c.elements(kDq + i)) * 2);
-            outs.back().poison();
-            g[static_cast<size_t>(i)] = x[kDq + i];
-            g[static_cast<size_t>(i)].data = outs.back().get();
-          }
-          grads.push_back(g);
-        }
-        for (int r = 0; r < kRounds; ++r) {
-          std::array<fa3_tensor, 3>& g = grads[static_cast<size_t>(r)];
-          const fa3_status s = fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout],
-                                            lse.as<float>(), &g[0], &g[1], &g[2], &params, nullptr, 0, stream);
-          if (s != FA3_OK) throw std::runtime_error(std::string("fa3_backward: ") + fa3_last_error());
-        }
+        for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
+        for (int r = 0; r < kRounds; ++r)
+          if (pr.backward(grads[static_cast<size_t>(r)].data(), stream) != FA3_OK)
+            throw std::runtime_error(std::string("fa3_backward: ") + fa3_last_error());
         cuda_check(cudaStreamSynchronize(stream), "stream");
-        for (int r = 0; r < kRounds; ++r) got[static_cast<size_t>(t)].push_back(gradients_of(grads[static_cast<size_t>(r)].data()));
+        for (int r = 0; r < kRounds; ++r) got[static_cast<size_t>(t)].push_back(pr.gradients_of(grads[static_cast<size_t>(r)].data()));
         cudaStreamDestroy(stream);
       } catch (const std::exception& e) {
         failures[static_cast<size_t>(t)] = e.what();
@@ -1249,8 +1263,47 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
     REQUIRE(failures[static_cast<size_t>(t)].empty());
     for (int r = 0; r < kRounds; ++r) {
       INFO("round " << r);
-      CHECK(got[static_cast<size_t>(t)][static_cast<size_t>(r)] == want);
+      CHECK(got[static_cast<size_t>(t)][static_cast<size_t>(r)] == pr.want);
     }
+  }
+}
+
+TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's workspaces on",
+          "[gpu][backward]") {
+  HandleWorkspaceProblem pr;
+  std::vector<DeviceBuffer> outs;
+  auto once_on_new_stream = [&](std::array<fa3_tensor, 3>* g) {
+    cudaStream_t stream;
+    cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+    const fa3_status s = pr.backward(g->data(), stream);
+    INFO(fa3_last_error());
+    REQUIRE(s == FA3_OK);
+    cuda_check(cudaStreamDestroy(stream), "destroy stream");  // its work still runs
+  };
+  SECTION("each stream's call done before the next: one workspace in all") {
+    for (int r = 0; r < 20; ++r) {
+      std::array<fa3_tensor, 3> g = pr.fresh_gradients(&outs);
+      once_on_new_stream(&g);
+      cuda_check(cudaDeviceSynchronize(), "round");
+      INFO("round " << r);
+      CHECK(pr.gradients_of(g.data()) == pr.want);
+    }
+    CHECK(pr.runner.handle()->workspaces.size() == 1);
+  }
+  SECTION("no waiting between them: a workspace is passed on only once its call has run") {
+    constexpr int kRounds = 40;
+    std::vector<std::array<fa3_tensor, 3>> grads;
+    for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
+    for (int r = 0; r < kRounds; ++r) once_on_new_stream(&grads[static_cast<size_t>(r)]);
+    cuda_check(cudaDeviceSynchronize(), "rounds");
+    const size_t pool = pr.runner.handle()->workspaces.size();
+    INFO(pool << " workspaces for " << kRounds << " streams");
+    CHECK(pool <= static_cast<size_t>(kRounds));
+    for (int r = 0; r < kRounds; ++r) {
+      INFO("round " << r);
+      CHECK(pr.gradients_of(grads[static_cast<size_t>(r)].data()) == pr.want);
+    }
+    WARN(pool << " workspaces served " << kRounds << " streams without waiting");
   }
 }
 

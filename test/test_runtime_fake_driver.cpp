@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -304,6 +305,39 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   CHECK(non_causal > 0);
   fa3_destroy(h);
   CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 1);
+}
+
+TEST_CASE("fake driver: many streams: a counter each, 1024 to a block, each found again",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = compiled_d128(causal_persistent);
+  REQUIRE(name);
+  auto counter_of = [&](uintptr_t stream) {
+    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                    reinterpret_cast<void*>(stream)) == FA3_OK);
+    unsigned grid = 0, block = 0, smem = 0;
+    fa3::FwdParams params;
+    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+    return params.tile_counter;
+  };
+  // (The call log would overflow: allocations are counted by their recorded sizes.)
+  fake().reset();
+  constexpr uintptr_t kStreams = 2500;
+  std::vector<uint32_t*> first(kStreams);
+  for (uintptr_t n = 0; n < kStreams; ++n) first[n] = counter_of(0x10000 + 16 * n);
+  CHECK(fake().allocated_bytes(2) == 4096);  // 1024 + 1024 + 452 streams
+  CHECK(fake().allocated_bytes(3) == 0);
+  CHECK(std::set<uint32_t*>(first.begin(), first.end()).size() == kStreams);
+  for (uintptr_t n = kStreams; n-- > 0;) {
+    INFO("stream " << n);
+    REQUIRE(counter_of(0x10000 + 16 * n) == first[n]);
+  }
+  CHECK(fake().allocated_bytes(3) == 0);
+  fake().reset();
+  fa3_destroy(h);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 3);
 }
 
 TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][runtime]") {

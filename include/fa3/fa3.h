@@ -102,11 +102,14 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
  * the fixed reduction order.
  * workspace: device memory of at least fa3_backward_workspace_size bytes, 256-byte aligned,
  * not used by anything else until the call's work has run on `stream`; or NULL (then
- * workspace_bytes is ignored), and the handle keeps a workspace of its own per (context,
- * stream), grown as needed and freed at fa3_destroy (a caller-owned context's with that
- * context): that call may allocate device memory (cuMemAlloc) and synchronize the stream
- * first, and is refused while the stream is capturing a CUDA graph (pass a workspace that
- * lives as long as the graph). Asynchronous otherwise. Nothing is launched, no output is
+ * workspace_bytes is ignored), and the handle uses workspaces of its own: the stream's last
+ * one, else one whose last call has run on the GPU (an event recorded after each call
+ * tells), else a new one. So it holds about as many as streams have backward calls in
+ * flight at once, not one per stream ever used; they grow as needed and are freed at
+ * fa3_destroy (a caller-owned context's with that context). That call may allocate device
+ * memory (cuMemAlloc) and synchronize the stream first, and is refused while the stream is
+ * capturing a CUDA graph (pass a workspace that lives as long as the graph). Asynchronous
+ * otherwise. Nothing is launched, no output is
  * touched and the handle's workspace is not grown after a failed check. */
 fa3_status fa3_backward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                         const fa3_tensor* v, const fa3_tensor* o, const fa3_tensor* dout,

@@ -45,6 +45,10 @@ namespace fa3 {
   X(cuStreamCreate, stream_create, 2000)                      \
   X(cuStreamDestroy, stream_destroy, 4000)                    \
   X(cuStreamSynchronize, stream_synchronize, 2000)            \
+  X(cuEventCreate, event_create, 2000)                        \
+  X(cuEventRecord, event_record, 2000)                        \
+  X(cuEventQuery, event_query, 2000)                          \
+  X(cuEventDestroy, event_destroy, 4000)                      \
   X(cuLaunchKernelEx, launch_kernel_ex, 11060)                \
   X(cuTensorMapEncodeTiled, tensor_map_encode_tiled, 12000)
 

@@ -70,7 +70,10 @@ void destroy_handle(fa3_handle* h) {
     for (const fa3_handle::CounterChunk& c : h->counter_chunks)
       if (c.context == primary) d.mem_free(c.base);
     for (const auto& w : h->workspaces)
-      if (w->context == primary && w->base != 0) d.mem_free(w->base);
+      if (w->context == primary) {
+        if (w->base != 0) d.mem_free(w->base);
+        d.event_destroy(w->last_use);
+      }
     CUcontext popped;
     d.ctx_pop_current(&popped);
   }
@@ -193,6 +196,10 @@ fa3_handle::CounterChunk* chunk_with_room(fa3_handle* h, const Context& context)
   return nullptr;
 }
 
+fa3_handle::CounterKey by_handle(const Context& context, CUstream stream) {
+  return {context.id, static_cast<unsigned long long>(reinterpret_cast<uintptr_t>(stream))};
+}
+
 CUdeviceptr take_counter(fa3_handle::CounterChunk* chunk) {
   return chunk->base + sizeof(uint32_t) * static_cast<unsigned>(chunk->used++);
 }
@@ -252,16 +259,17 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
                         "dynamic tile scheduler is captured only on a stream created by the caller");
     std::lock_guard<std::mutex> lock(h->counters_mutex);
     // The last counter made for the handle: a handle reused by a later stream gets a new one.
-    for (auto c = h->counters.rbegin(); c != h->counters.rend(); ++c)
-      if (c->context == context && c->stream == stream) {
-        *out = c->counter;
-        return Error::ok();
-      }
+    const fa3_handle::CounterKey key = by_handle(context, stream);
+    auto found = h->counter_by_stream_handle.find(key);
+    if (found != h->counter_by_stream_handle.end()) {
+      *out = found->second;
+      return Error::ok();
+    }
     // A stream first used in a capture (PyTorch captures on a stream of its own): a spare
-    // counter, so nothing is allocated.
+    // counter, so nothing is allocated. Found by its handle only (its id is unknown).
     if (fa3_handle::CounterChunk* chunk = chunk_with_room(h, context)) {
       *out = take_counter(chunk);
-      h->counters.push_back({context, 0, stream, *out, true});
+      h->counter_by_stream_handle[key] = *out;
       return Error::ok();
     }
     return make_error(FA3_ERR_INVALID_ARGUMENT,
@@ -274,11 +282,12 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
   e = stream_id(d, stream, &id);
   if (e.failed()) return e;
   std::lock_guard<std::mutex> lock(h->counters_mutex);
-  for (const fa3_handle::StreamCounter& c : h->counters)
-    if (c.context == context && !c.by_handle && c.stream_id == id) {
-      *out = c.counter;
-      return Error::ok();
-    }
+  const fa3_handle::CounterKey key{context.id, id};
+  auto found = h->counter_by_stream_id.find(key);
+  if (found != h->counter_by_stream_id.end()) {
+    *out = found->second;
+    return Error::ok();
+  }
   fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
     CUdeviceptr base = 0;
@@ -293,9 +302,38 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
     chunk = &h->counter_chunks.back();
   }
   *out = take_counter(chunk);
-  h->counters.push_back({context, id, stream, *out});
+  h->counter_by_stream_id[key] = *out;
+  h->counter_by_stream_handle[by_handle(context, stream)] = *out;
   return Error::ok();
 }
+
+namespace {
+
+// Whether the work before `w`'s last recorded use has run (a never recorded event has).
+bool has_run(Driver& d, const fa3_handle::StreamWorkspace& w) {
+  return w.shared && d.event_query(w.last_use) == CUDA_SUCCESS;
+}
+
+// Under workspaces_mutex: a workspace of `context` that no call holds or waits for and whose
+// last use has run, locked in `*lock`: the first at least `bytes` large, else the largest.
+// nullptr when there is none.
+fa3_handle::StreamWorkspace* idle_workspace(fa3_handle* h, const Context& context, size_t bytes,
+                                            std::unique_lock<std::mutex>* lock) {
+  fa3_handle::StreamWorkspace* best = nullptr;
+  for (const auto& w : h->workspaces) {
+    if (!(w->context == context) || w->waiters > 0) continue;
+    std::unique_lock<std::mutex> candidate(w->mutex, std::try_to_lock);
+    if (!candidate.owns_lock() || !has_run(h->driver, *w)) continue;
+    if (best == nullptr || (best->bytes < bytes && w->bytes > best->bytes)) {
+      best = w.get();
+      *lock = std::move(candidate);  // and the previous best's unlocked
+      if (best->bytes >= bytes) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace
 
 Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use) {
@@ -314,25 +352,46 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
   e = stream_id(d, stream, &id);
   if (e.failed()) return e;
   fa3_handle::StreamWorkspace* entry = nullptr;
+  std::unique_lock<std::mutex> lock;
+  bool idle = false;  // its last use has run: it can be freed without waiting
   {
-    std::lock_guard<std::mutex> lock(h->workspaces_mutex);
+    std::lock_guard<std::mutex> list(h->workspaces_mutex);
     for (const auto& w : h->workspaces)
       if (w->context == context && w->stream_id == id) entry = w.get();
-    if (entry == nullptr) {
+    if (entry != nullptr) {
+      // Waited for below, outside the list's lock; meanwhile no other stream takes it.
+      ++entry->waiters;
+    } else if ((entry = idle_workspace(h, context, bytes, &lock)) != nullptr) {
+      entry->stream_id = id;
+      idle = true;
+    } else {
+      CUevent event = nullptr;
+      const CUresult r = d.event_create(&event, CU_EVENT_DISABLE_TIMING);
+      if (r != CUDA_SUCCESS)
+        return d.fail(r, "creating an event for the handle's workspace (cuEventCreate)");
       h->workspaces.push_back(std::make_unique<fa3_handle::StreamWorkspace>());
       entry = h->workspaces.back().get();
       entry->context = context;
       entry->stream_id = id;
+      entry->last_use = event;
+      lock = std::unique_lock<std::mutex>(entry->mutex);
+      idle = true;
     }
   }
-  std::lock_guard<std::mutex> lock(entry->mutex);
+  if (!lock.owns_lock()) {
+    lock = std::unique_lock<std::mutex>(entry->mutex);
+    std::lock_guard<std::mutex> list(h->workspaces_mutex);
+    --entry->waiters;
+  }
   if (entry->bytes < bytes) {
     CUresult r = CUDA_SUCCESS;
     if (entry->base != 0) {
-      r = d.stream_synchronize(stream);
-      if (r != CUDA_SUCCESS)
-        return d.fail(r, "waiting for the stream before growing the handle's workspace "
-                         "(cuStreamSynchronize)");
+      if (!idle) {
+        r = d.stream_synchronize(stream);
+        if (r != CUDA_SUCCESS)
+          return d.fail(r, "waiting for the stream before growing the handle's workspace "
+                           "(cuStreamSynchronize)");
+      }
       r = d.mem_free(entry->base);
       entry->base = 0;
       entry->bytes = 0;
@@ -348,7 +407,16 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
     entry->base = base;
     entry->bytes = size;
   }
-  return use(entry->base);
+  e = use(entry->base);
+  // Also after a failed `use`: it may have launched part of its work.
+  const CUresult r = d.event_record(entry->last_use, stream);
+  if (r != CUDA_SUCCESS) {
+    entry->shared = false;
+    if (!e.failed())
+      e = d.fail(r, "recording the end of the handle's workspace use (cuEventRecord; the "
+                    "kernels were launched)");
+  }
+  return e;
 }
 
 }  // namespace fa3

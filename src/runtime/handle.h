@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "runtime/driver.h"
@@ -51,34 +52,50 @@ struct fa3_handle {
 
   // Tile counters of the dynamic (causal persistent) scheduler: one per (context, stream),
   // carved out of chunks of device memory allocated on first use. A launch leaves its
-  // counter at 0 again, so launches in one stream (which run in order) can share it.
+  // counter at 0 again, so launches in one stream (which run in order) can share it. Found by
+  // hash (a process may see many streams): by (context, stream id); during a capture, where
+  // the driver refuses cuStreamGetId, by (context, stream handle): the counter the handle got
+  // last.
   struct CounterChunk {
     fa3::Context context;
     CUdeviceptr base;
     int used;
   };
-  struct StreamCounter {
-    fa3::Context context;
-    unsigned long long stream_id;  // cuStreamGetId: unique for the process's lifetime
-    CUstream stream;  // the handle, for calls during a capture (where cuStreamGetId is refused)
-    CUdeviceptr counter;
-    bool by_handle = false;  // given during a capture: stream_id unknown, found by the handle only
+  struct CounterKey {
+    unsigned long long context_id;  // fa3::Context::id
+    unsigned long long stream;      // cuStreamGetId, or the CUstream handle's bits
+    bool operator==(const CounterKey& o) const {
+      return context_id == o.context_id && stream == o.stream;
+    }
+  };
+  struct CounterKeyHash {
+    size_t operator()(const CounterKey& k) const {
+      return std::hash<unsigned long long>()(k.context_id * 0x9e3779b97f4a7c15ull ^ k.stream);
+    }
   };
   std::mutex counters_mutex;
   std::vector<CounterChunk> counter_chunks;
-  std::vector<StreamCounter> counters;
+  std::unordered_map<CounterKey, CUdeviceptr, CounterKeyHash> counter_by_stream_id;
+  std::unordered_map<CounterKey, CUdeviceptr, CounterKeyHash> counter_by_stream_handle;
 
-  // The workspaces of fa3_backward calls that pass none: one per (context, stream), grown on
-  // demand, never shrunk. An entry's mutex is held from its lookup to the end of the launch
-  // that uses it (fa3::with_stream_workspace).
+  // The workspaces of fa3_backward calls that pass none, per context: a pool in which each
+  // workspace belongs to the stream of its last use, and passes to another stream once that
+  // use has run on the GPU (an event recorded after it tells). So the pool holds as many as
+  // streams have calls in flight at once, however many streams a process makes and drops.
+  // Grown on demand, never shrunk. An entry's mutex is held from its lookup to the end of the
+  // launch that uses it and the event's record (fa3::with_stream_workspace).
   struct StreamWorkspace {
     fa3::Context context;
-    unsigned long long stream_id;  // cuStreamGetId
+    unsigned long long stream_id;  // cuStreamGetId of the stream of its last use
     CUdeviceptr base = 0;
     size_t bytes = 0;
+    CUevent last_use = nullptr;  // recorded on stream_id's stream after each use
+    bool shared = true;  // false once a record failed: then it stays with its stream
+    int waiters = 0;     // calls of stream_id's stream that found it and wait for its mutex
+                         // (guarded by workspaces_mutex): it is not passed on meanwhile
     std::mutex mutex;
   };
-  std::mutex workspaces_mutex;  // guards the list; each entry's own mutex guards the entry
+  std::mutex workspaces_mutex;  // guards the list, stream_id and waiters
   std::vector<std::unique_ptr<StreamWorkspace>> workspaces;
 };
 
@@ -132,12 +149,16 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
 // problems do not synchronize and reallocate each time.
 constexpr size_t kWorkspaceGranularity = size_t{2} << 20;
 
-// Runs `use` with the handle's workspace for `stream` in `context` (current), at least `bytes`
-// large. Growing it first synchronizes the stream (launches queued there may still use the old
-// buffer), then frees the old buffer and allocates the new one (cuMemAlloc), so the peak is
-// never both. Calls for one stream wait for each other from the lookup to the end of `use`: a
-// growth in one thread must not free the buffer another thread is launching with. Refused
-// (FA3_ERR_INVALID_ARGUMENT) on a stream that is capturing a graph.
+// Runs `use` with a workspace of the handle's for `stream` in `context` (current), at least
+// `bytes` large: the stream's own (the one its last call used), else one whose last use has
+// run on the GPU (taken over from another stream; a stream made and dropped per call leaves
+// no workspace behind), else a new one. Growing the stream's own first synchronizes the
+// stream (launches queued there may still use the old buffer), then frees the old buffer and
+// allocates the new one (cuMemAlloc), so the peak is never both. Calls for one stream wait
+// for each other from the lookup to the end of `use`: a growth in one thread must not free
+// the buffer another thread is launching with. After `use`, an event recorded on the stream
+// marks the end of its work. Refused (FA3_ERR_INVALID_ARGUMENT) on a stream that is capturing
+// a graph.
 Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stream, size_t bytes,
                             const std::function<Error(CUdeviceptr)>& use);
 

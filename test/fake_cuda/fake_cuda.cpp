@@ -6,7 +6,9 @@
 
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +37,11 @@ struct State {
   std::string launch_grids;  // per launch: "x " (gridDimX and a space)
   std::string launch_names;  // per launch: the function's name and a space
   CUstream capturing = nullptr;  // the stream cuStreamIsCapturing reports as capturing
+  // Streams whose work never runs (fake_cuda_set_stream_busy) as if each call added more: an
+  // event is complete unless the stream it was last recorded on is one of them.
+  std::set<CUstream> busy_streams;
+  std::map<CUevent, CUstream> events;  // each live event's last recorded stream
+  uintptr_t next_event = 0xe0000;
 };
 
 // What cuDriverGetVersion reports (not reset: it is read when a handle is created).
@@ -187,6 +194,35 @@ CUresult stream_create(CUstream* s, unsigned int) {
 }
 CUresult stream_destroy(CUstream) { FAKE_ENTER("cuStreamDestroy"); return CUDA_SUCCESS; }
 CUresult stream_synchronize(CUstream) { FAKE_ENTER("cuStreamSynchronize"); return CUDA_SUCCESS; }
+CUresult event_create(CUevent* e, unsigned) {
+  FAKE_ENTER("cuEventCreate");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  *e = reinterpret_cast<CUevent>(state().next_event++);
+  state().events[*e] = nullptr;
+  return CUDA_SUCCESS;
+}
+CUresult event_record(CUevent e, CUstream s) {
+  FAKE_ENTER("cuEventRecord");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().events.find(e);
+  if (it == state().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  it->second = s;
+  return CUDA_SUCCESS;
+}
+// Never recorded: complete, as the driver says.
+CUresult event_query(CUevent e) {
+  FAKE_ENTER("cuEventQuery");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  auto it = state().events.find(e);
+  if (it == state().events.end()) return CUDA_ERROR_INVALID_HANDLE;
+  return it->second != nullptr && state().busy_streams.count(it->second) ? CUDA_ERROR_NOT_READY
+                                                                        : CUDA_SUCCESS;
+}
+CUresult event_destroy(CUevent e) {
+  FAKE_ENTER("cuEventDestroy");
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().events.erase(e) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
 // Stream ids: the handle's value (a test's streams are distinct made-up pointers).
 CUresult stream_get_id(CUstream s, unsigned long long* id) {
   FAKE_ENTER("cuStreamGetId");
@@ -271,6 +307,10 @@ const Entry kEntries[] = {
     {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(stream_is_capturing)},
     {"cuStreamSynchronize", reinterpret_cast<void*>(stream_synchronize)},
+    {"cuEventCreate", reinterpret_cast<void*>(event_create)},
+    {"cuEventRecord", reinterpret_cast<void*>(event_record)},
+    {"cuEventQuery", reinterpret_cast<void*>(event_query)},
+    {"cuEventDestroy", reinterpret_cast<void*>(event_destroy)},
     {"cuTensorMapEncodeTiled", reinterpret_cast<void*>(tensor_map_encode_tiled)},
 };
 
@@ -313,7 +353,22 @@ void fake_cuda_reset() {
   s.launch_names.clear();
   s.allocated_bytes.clear();
   s.capturing = nullptr;
+  s.busy_streams.clear();  // (live events stay: handles outlive a reset)
   current = nullptr;
+}
+// Marks `stream` as always having work that has not run (busy 1), until busy 0: events
+// recorded on it are not complete meanwhile.
+void fake_cuda_set_stream_busy(CUstream stream, int busy) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  if (busy)
+    state().busy_streams.insert(stream);
+  else
+    state().busy_streams.erase(stream);
+}
+// The events created and not destroyed.
+int fake_cuda_live_events() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return static_cast<int>(state().events.size());
 }
 // Makes cuStreamIsCapturing report `stream` as capturing into a graph (NULL: none).
 void fake_cuda_set_capturing(CUstream stream) {

@@ -28,6 +28,8 @@ struct FakeCuda {
   void (*launch_names_into)(char*, size_t);
   void (*set_capturing)(void*);
   void (*renew_context)(int);
+  void (*set_stream_busy)(void*, int);
+  int (*live_events)();
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -105,6 +107,10 @@ inline FakeCuda& fake() {
     REQUIRE(c.set_capturing != nullptr);
     c.renew_context = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_renew_context"));
     REQUIRE(c.renew_context != nullptr);
+    c.set_stream_busy = reinterpret_cast<void (*)(void*, int)>(dlsym(lib, "fake_cuda_set_stream_busy"));
+    REQUIRE(c.set_stream_busy != nullptr);
+    c.live_events = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_live_events"));
+    REQUIRE(c.live_events != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
