@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <set>
@@ -1272,38 +1274,88 @@ TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's wor
           "[gpu][backward]") {
   HandleWorkspaceProblem pr;
   std::vector<DeviceBuffer> outs;
-  auto once_on_new_stream = [&](std::array<fa3_tensor, 3>* g) {
+  // A call on a new stream, dropped after it (its work still runs); an event after it tells
+  // when it has run. `workspace`: NULL for the handle's; *used: the workspace the call had.
+  struct Call {
+    cudaEvent_t done = nullptr;
+    CUdeviceptr workspace = 0;
+  };
+  auto once_on_new_stream = [&](std::array<fa3_tensor, 3>* g, void* workspace, size_t bytes) {
     cudaStream_t stream;
     cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-    const fa3_status s = pr.backward(g->data(), stream);
+    const fa3_status s =
+        fa3_backward(pr.runner.handle(), &pr.x[kQ], &pr.x[kK], &pr.x[kV], &pr.x[kO], &pr.x[kDout],
+                     pr.lse.as<float>(), &(*g)[0], &(*g)[1], &(*g)[2], &pr.params, workspace, bytes,
+                     stream);
     INFO(fa3_last_error());
     REQUIRE(s == FA3_OK);
-    cuda_check(cudaStreamDestroy(stream), "destroy stream");  // its work still runs
+    Call c;
+    c.workspace = reinterpret_cast<CUdeviceptr>(workspace);
+    if (workspace == nullptr) {
+      unsigned long long id = 0;
+      cuda_check(cudaStreamGetId(stream, &id), "stream id");
+      for (const auto& w : pr.runner.handle()->workspaces)
+        if (w->stream_id == id) c.workspace = w->base;
+      CHECK(c.workspace != 0);
+    }
+    cuda_check(cudaEventCreateWithFlags(&c.done, cudaEventDisableTiming), "event");
+    cuda_check(cudaEventRecord(c.done, stream), "record");
+    cuda_check(cudaStreamDestroy(stream), "destroy stream");
+    return c;
+  };
+  // Waits at most 60 s for the calls: a GPU that hangs (two calls sharing a workspace's
+  // counters at once can) is reported with each unfinished call's workspace, not waited on.
+  auto wait_for = [](const std::vector<Call>& calls) {
+    std::string stuck;
+    for (int waited_ms = 0; waited_ms <= 60000; waited_ms += 10) {
+      stuck.clear();
+      for (size_t i = 0; i < calls.size(); ++i)
+        if (cudaEventQuery(calls[i].done) == cudaErrorNotReady)
+          stuck += " " + std::to_string(i) + "@" + std::to_string(calls[i].workspace);
+      if (stuck.empty()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::fprintf(stderr, "backward calls unfinished after 60 s (call@workspace):%s\n", stuck.c_str());
+    std::fflush(stderr);
+    FAIL("backward calls unfinished after 60 s (call@workspace):" << stuck);
   };
   SECTION("each stream's call done before the next: one workspace in all") {
     for (int r = 0; r < 20; ++r) {
       std::array<fa3_tensor, 3> g = pr.fresh_gradients(&outs);
-      once_on_new_stream(&g);
-      cuda_check(cudaDeviceSynchronize(), "round");
+      const Call c = once_on_new_stream(&g, nullptr, 0);
+      wait_for({c});
+      cudaEventDestroy(c.done);
       INFO("round " << r);
       CHECK(pr.gradients_of(g.data()) == pr.want);
     }
     CHECK(pr.runner.handle()->workspaces.size() == 1);
   }
+  constexpr int kRounds = 40;
+  std::vector<std::array<fa3_tensor, 3>> grads;
+  for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
+  std::vector<Call> calls;
   SECTION("no waiting between them: a workspace is passed on only once its call has run") {
-    constexpr int kRounds = 40;
-    std::vector<std::array<fa3_tensor, 3>> grads;
-    for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
-    for (int r = 0; r < kRounds; ++r) once_on_new_stream(&grads[static_cast<size_t>(r)]);
-    cuda_check(cudaDeviceSynchronize(), "rounds");
+    for (int r = 0; r < kRounds; ++r) calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], nullptr, 0));
+    wait_for(calls);
     const size_t pool = pr.runner.handle()->workspaces.size();
-    INFO(pool << " workspaces for " << kRounds << " streams");
     CHECK(pool <= static_cast<size_t>(kRounds));
-    for (int r = 0; r < kRounds; ++r) {
-      INFO("round " << r);
-      CHECK(pr.gradients_of(grads[static_cast<size_t>(r)].data()) == pr.want);
-    }
     WARN(pool << " workspaces served " << kRounds << " streams without waiting");
+  }
+  SECTION("the same with a workspace of the caller's each (no pool)") {
+    size_t bytes = 0;
+    REQUIRE(fa3_backward_workspace_size(pr.runner.handle(), &pr.x[kQ], &pr.x[kK], &pr.params, &bytes) == FA3_OK);
+    std::vector<DeviceBuffer> workspaces;
+    for (int r = 0; r < kRounds; ++r) {
+      workspaces.emplace_back(bytes);
+      workspaces.back().poison();
+      calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], workspaces.back().get(), bytes));
+    }
+    wait_for(calls);
+  }
+  for (int r = 0; r < static_cast<int>(calls.size()); ++r) {
+    INFO("round " << r);
+    CHECK(pr.gradients_of(grads[static_cast<size_t>(r)].data()) == pr.want);
+    cudaEventDestroy(calls[static_cast<size_t>(r)].done);
   }
 }
 
