@@ -1306,18 +1306,20 @@ TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's wor
   // Waits at most 60 s for the calls: a GPU that hangs (two calls sharing a workspace's
   // counters at once can) is reported with each unfinished call's workspace, not waited on.
   auto wait_for = [](const std::vector<Call>& calls) {
-    std::string stuck;
+    std::string stuck, all;
     for (int waited_ms = 0; waited_ms <= 60000; waited_ms += 10) {
       stuck.clear();
       for (size_t i = 0; i < calls.size(); ++i)
-        if (cudaEventQuery(calls[i].done) == cudaErrorNotReady)
-          stuck += " " + std::to_string(i) + "@" + std::to_string(calls[i].workspace);
+        if (cudaEventQuery(calls[i].done) == cudaErrorNotReady) stuck += " " + std::to_string(i);
       if (stuck.empty()) return;
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    std::fprintf(stderr, "backward calls unfinished after 60 s (call@workspace):%s\n", stuck.c_str());
+    for (size_t i = 0; i < calls.size(); ++i)
+      all += " " + std::to_string(i) + "@" + std::to_string(calls[i].workspace >> 20);
+    std::fprintf(stderr, "backward calls unfinished after 60 s:%s (every call@workspace MiB:%s)\n",
+                 stuck.c_str(), all.c_str());
     std::fflush(stderr);
-    FAIL("backward calls unfinished after 60 s (call@workspace):" << stuck);
+    FAIL("backward calls unfinished after 60 s:" << stuck << " (every call@workspace MiB:" << all << ")");
   };
   SECTION("each stream's call done before the next: one workspace in all") {
     for (int r = 0; r < 20; ++r) {
@@ -1334,14 +1336,7 @@ TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's wor
   std::vector<std::array<fa3_tensor, 3>> grads;
   for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
   std::vector<Call> calls;
-  SECTION("no waiting between them: a workspace is passed on only once its call has run") {
-    for (int r = 0; r < kRounds; ++r) calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], nullptr, 0));
-    wait_for(calls);
-    const size_t pool = pr.runner.handle()->workspaces.size();
-    CHECK(pool <= static_cast<size_t>(kRounds));
-    WARN(pool << " workspaces served " << kRounds << " streams without waiting");
-  }
-  SECTION("the same with a workspace of the caller's each (no pool)") {
+  SECTION("no waiting between them, each with a workspace of the caller's") {
     size_t bytes = 0;
     REQUIRE(fa3_backward_workspace_size(pr.runner.handle(), &pr.x[kQ], &pr.x[kK], &pr.params, &bytes) == FA3_OK);
     std::vector<DeviceBuffer> workspaces;
@@ -1351,6 +1346,13 @@ TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's wor
       calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], workspaces.back().get(), bytes));
     }
     wait_for(calls);
+  }
+  SECTION("no waiting between them, with the handle's: a workspace is passed on only once its call has run") {
+    for (int r = 0; r < kRounds; ++r) calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], nullptr, 0));
+    wait_for(calls);
+    const size_t pool = pr.runner.handle()->workspaces.size();
+    CHECK(pool <= static_cast<size_t>(kRounds));
+    WARN(pool << " workspaces served " << kRounds << " streams without waiting");
   }
   for (int r = 0; r < static_cast<int>(calls.size()); ++r) {
     INFO("round " << r);
