@@ -166,6 +166,9 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   // has completed, and so after that CTA's wait for the preprocess. (A persistent grid on
   // every SM ends its CTAs together: nothing to overlap.)
   params->post_early = c.persistent ? post_sms > 0 : ctas > std::max(1, sm_count);
+#ifdef FA3_DIAG_POST_LATE  // v82's hang diagnosis (build/diag only)
+  params->post_early = 0;
+#endif
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
@@ -247,7 +250,11 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
     config.blockDimZ = 1;
     config.sharedMemBytes = s.smem;
     config.hStream = stream;
+#ifdef FA3_DIAG_NO_PDL  // v82's hang diagnosis (build/diag only)
+    if (false) {
+#else
     if (s.dependent && h->driver.version >= kProgrammaticLaunchDriver) {
+#endif
       config.attrs = &programmatic;
       config.numAttrs = 1;
     }
