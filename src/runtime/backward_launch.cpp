@@ -250,8 +250,12 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
     config.blockDimZ = 1;
     config.sharedMemBytes = s.smem;
     config.hStream = stream;
-#ifdef FA3_DIAG_NO_PDL  // v82's hang diagnosis (build/diag only)
+#if defined(FA3_DIAG_NO_PDL)  // v82's hang diagnosis (build/diag only)
     if (false) {
+#elif defined(FA3_DIAG_PDL_MAIN_ONLY)
+    if (s.dependent && s.smem != 0) {
+#elif defined(FA3_DIAG_PDL_POST_ONLY)
+    if (s.dependent && s.smem == 0) {
 #else
     if (s.dependent && h->driver.version >= kProgrammaticLaunchDriver) {
 #endif
