@@ -845,25 +845,24 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(a.run(fh.h) == FA3_OK);
 }
 
-TEST_CASE("backward: the main kernel and the postprocess follow by programmatic dependent launch",
+TEST_CASE("backward: the three kernels are ordinary launches, on every driver "
+          "(kBackwardProgrammaticLaunch)",
           "[cpu][api][runtime]") {
+  // Programmatic dependent launch hung concurrent calls on many streams (v82).
+  static_assert(!fa3::kBackwardProgrammaticLaunch);
   Args a;
-  SECTION("a driver from 12.3") {
-    FakeHandle fh;
-    REQUIRE(a.run(fh.h) == FA3_OK);
-    CHECK(fake().launch_kinds() == "-PP");  // preprocess, main kernel, postprocess
-  }
-  SECTION("an older driver: ordinary launches") {
-    fake().set_driver_version(12020);
+  for (const int version : {13000, 12030, 12020}) {
+    INFO("driver " << version);
+    fake().set_driver_version(version);
     FakeHandle fh;
     fake().set_driver_version(13000);  // read when the handle was created
     REQUIRE(a.run(fh.h) == FA3_OK);
-    CHECK(fake().launch_kinds() == "---");
+    CHECK(fake().launch_kinds() == "---");  // preprocess, main kernel, postprocess
+    CHECK(last_params().post_early == 0);
   }
 }
 
-TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postprocess's, "
-          "the others a CTA per tile",
+TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a CTA per tile",
           "[cpu][api][runtime]") {
   FakeHandle fh;  // the fake device has 132 SMs
   Args a;         // d128: 2 batches x 2 K/V heads x 3 blocks of 128 keys; 2 64-row blocks
@@ -882,9 +881,8 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postpro
   };
   for (int causal : {0, 1}) {
     INFO("causal " << causal);
-    // 4096 keys: 32 blocks x 4 pairs = 128 tiles, a CTA each; 8192: 256 tiles, on 130 of the
-    // 132 SMs for the causal pick (_pt: 2 are the postprocess's), a CTA each for the
-    // non-causal one.
+    // 4096 keys: 32 blocks x 4 pairs = 128 tiles, a CTA each; 8192: 256 tiles, on the 132
+    // SMs for the causal pick (_pt), a CTA each for the non-causal one.
     Args small;
     d64(small, 4096, causal);
     // (The built-in table's picks; their names are this test's premise.)
@@ -894,17 +892,15 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postpro
     fake().reset();
     REQUIRE(small.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == "32 128 32 ");
-    // The postprocess starts early (BwdParams::post_early) after a CTA a tile only with more
-    // CTAs than SMs (here no CTA need have completed before the postprocess starts); after a
-    // persistent grid, on the SMs it leaves (its CTAs let the postprocess launch once each
-    // has waited for the preprocess).
-    CHECK(last_params().post_early == causal);
+    // The postprocess, launched after the main kernel, never starts early
+    // (kBackwardProgrammaticLaunch).
+    CHECK(last_params().post_early == 0);
     Args large;
     d64(large, 8192, causal);
     fake().reset();
     REQUIRE(large.run(fh.h) == FA3_OK);
-    CHECK(fake().launch_grids() == (causal ? "64 130 64 " : "64 256 64 "));
-    CHECK(last_params().post_early == 1);
+    CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
+    CHECK(last_params().post_early == 0);
     // The deterministic mode: the causal pick's _lf entry (BwdConfig::causal_last_first),
     // with the last K/V block's adds first; non-causal calls the main entry.
     large.p.deterministic = 1;
@@ -935,10 +931,11 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM but the postpro
   fake().reset();
   REQUIRE(a.run(fh.h) == FA3_OK);
   CHECK(fake().launch_names().find("_lf") == std::string::npos);
-  // A persistent grid leaves one SM in 64 to the postprocess (kPersistentPostprocessShare):
-  // 1 of 114; none of 60 (a MIG slice), where the postprocess waits for the whole grid.
+  // A persistent grid takes every SM, with none left to a postprocess that would start early
+  // (kPersistentPostprocessShare, under programmatic dependent launch): all 114, all 60 of a
+  // MIG slice.
   for (const auto& [sms, grids, early] :
-       {std::tuple{114, "64 113 64 ", 1}, std::tuple{60, "64 60 64 ", 0}}) {
+       {std::tuple{114, "64 114 64 ", 0}, std::tuple{60, "64 60 64 ", 0}}) {
     INFO(sms << " SMs");
     fake().set_sm_count(sms);
     FakeHandle gpu;

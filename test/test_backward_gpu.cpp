@@ -794,12 +794,12 @@ TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backwa
 
 TEST_CASE("the postprocess converts each pair's dQ once its CTAs are done (one-tile kernels)",
           "[gpu][backward][sanitize]") {
-  // More tiles than SMs for each compiled kernel that runs a CTA a tile: the runtime then
-  // lets the postprocess start under the main kernel's last wave (BwdParams::post_early), each
-  // CTA converting its query block once the (batch, K/V head) pair's CTAs have counted their
-  // dQ adds complete; GQA, seqlen_q != seqlen_k and padded outputs. Also a [sanitize] case:
-  // the small cases there have fewer tiles than SMs, so no early start (on an H200 each
-  // sanitizer takes 40-60 s over this case).
+  // More tiles than SMs for each compiled kernel that runs a CTA a tile: under programmatic
+  // dependent launch the runtime let the postprocess start under the main kernel's last wave
+  // (BwdParams::post_early), each CTA converting its query block once the (batch, K/V head)
+  // pair's CTAs had counted their dQ adds complete; off since v82 (kBackwardProgrammaticLaunch),
+  // these shapes still run every such kernel over several waves; GQA, seqlen_q != seqlen_k and
+  // padded outputs. Also a [sanitize] case (on an H200 each sanitizer takes 40-60 s over it).
   // Short query blocks keep the float64 reference cheap; many K/V blocks make the tiles.
   Runner runner;
   const Shape shapes[] = {

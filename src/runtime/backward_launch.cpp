@@ -150,10 +150,13 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
   // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
   // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
-  // A persistent grid leaves one SM in 64 to the postprocess (kPersistentPostprocessShare),
-  // which converts each (batch, K/V head) pair's dQ there as soon as the pair's tiles are done
+  // Under programmatic dependent launch (kBackwardProgrammaticLaunch), a persistent grid
+  // leaves one SM in 64 to the postprocess (kPersistentPostprocessShare), which converts each
+  // (batch, K/V head) pair's dQ there as soon as the pair's tiles are done
   // (BwdParams::post_early), under the main kernel rather than after it.
-  const int post_sms = c.persistent ? std::max(0, sm_count) / kPersistentPostprocessShare : 0;
+  const int post_sms = kBackwardProgrammaticLaunch && c.persistent
+                           ? std::max(0, sm_count) / kPersistentPostprocessShare
+                           : 0;
   const unsigned main_ctas =
       c.persistent
           ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count - post_sms)))
@@ -164,11 +167,10 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   // CTA a tile with more CTAs than SMs. A main CTA fills an SM (its registers alone), so that
   // postprocess, launched once every main CTA has started, runs after at least one main CTA
   // has completed, and so after that CTA's wait for the preprocess. (A persistent grid on
-  // every SM ends its CTAs together: nothing to overlap.)
-  params->post_early = c.persistent ? post_sms > 0 : ctas > std::max(1, sm_count);
-#ifdef FA3_DIAG_POST_LATE  // v82's hang diagnosis (build/diag only)
-  params->post_early = 0;
-#endif
+  // every SM ends its CTAs together: nothing to overlap.) Launched after the main kernel
+  // instead, the postprocess has nothing to start early.
+  params->post_early = kBackwardProgrammaticLaunch &&
+                       (c.persistent ? post_sms > 0 : ctas > std::max(1, sm_count));
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
@@ -212,12 +214,12 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
   const BackwardGrids& grids = call.grids;
   BwdParams params = call.params;
   set_backward_workspace(prob, workspace, &params);
-  // The main kernel and the postprocess by programmatic dependent launch: each may be
-  // scheduled while the kernel before it finishes (its last wave, its launch latency) and
-  // waits in the kernel (griddepcontrol.wait) before it reads what that one wrote. The
-  // preprocess is an ordinary launch: it follows whatever the stream ran before. Drivers
-  // before 12.3 cannot capture such launches into a graph: there all three are ordinary
-  // (the kernels' griddepcontrol instructions are then no-ops).
+  // With kBackwardProgrammaticLaunch, the main kernel and the postprocess by programmatic
+  // dependent launch: each may be scheduled while the kernel before it finishes (its last
+  // wave, its launch latency) and waits in the kernel (griddepcontrol.wait) before it reads
+  // what that one wrote; drivers before 12.3 cannot capture such launches into a graph. Off,
+  // all three are ordinary launches, each after the one before (the kernels' griddepcontrol
+  // instructions are then no-ops).
   struct Step {
     CUfunction function;
     const unsigned* grid;
@@ -250,15 +252,8 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
     config.blockDimZ = 1;
     config.sharedMemBytes = s.smem;
     config.hStream = stream;
-#if defined(FA3_DIAG_NO_PDL)  // v82's hang diagnosis (build/diag only)
-    if (false) {
-#elif defined(FA3_DIAG_PDL_MAIN_ONLY)
-    if (s.dependent && s.smem != 0) {
-#elif defined(FA3_DIAG_PDL_POST_ONLY)
-    if (s.dependent && s.smem == 0) {
-#else
-    if (s.dependent && h->driver.version >= kProgrammaticLaunchDriver) {
-#endif
+    if (kBackwardProgrammaticLaunch && s.dependent &&
+        h->driver.version >= kProgrammaticLaunchDriver) {
       config.attrs = &programmatic;
       config.numAttrs = 1;
     }

@@ -1,7 +1,6 @@
 // Launch of a backward call: the preprocess, the main kernel and the postprocess of one
-// backward kernel's cubin, in order on the caller's stream (the second and third by
-// programmatic dependent launch where the driver allows it: each waits in the kernel for the
-// one before). Prepared first (the kernel's module loaded, the parameters built), so that
+// backward kernel's cubin, in order on the caller's stream, each after the one before
+// (kBackwardProgrammaticLaunch). Prepared first (the kernel's module loaded, the parameters built), so that
 // whatever can fail does before the handle grows a workspace for the call; then launched with
 // no allocation and no synchronization.
 #pragma once
@@ -37,8 +36,20 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
 // two), halved for ordered adds at head dims 64 and 128 where that is 8 pairs or more.
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
+// Whether the main kernel and the postprocess are launched by programmatic dependent launch
+// (each scheduled while the kernel before it finishes, waiting in the kernel for what that
+// one wrote). Off since v82: with it, 40 calls on 40 streams at once hung the GPU (calls that
+// never finished, each with its own workspace; the test "fa3_backward: streams made and
+// dropped per call..." in test_backward_gpu.cpp), and so did it with only the main kernel's
+// launch programmatic, or only the postprocess's; with ordinary launches none did. Not
+// understood yet: every wait of the three kernels is for CTAs already started. It was worth
+// +0.5-1% at 1k-2k (v33a), and the postprocess's early start under it 1-3.5% for the
+// persistent picks from 1k to 4k (v44a): docs/perf-history.md v82.
+constexpr bool kBackwardProgrammaticLaunch = false;
+
 // A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
-// postprocess, which runs there beside it (BwdParams::post_early). On an H200 (docs/perf-
+// postprocess, which runs there beside it (BwdParams::post_early), under programmatic
+// dependent launch (kBackwardProgrammaticLaunch). On an H200 (docs/perf-
 // history.md v44) the calls of the persistent picks gained 1-3.5% from 1k to 4k against a grid
 // on every SM (d128 non-causal +1.6-3.5%, d128 causal below 2k +1.5%, d64 causal +1%), and
 // were level from 8k; 4 SMs cost more than the overlap saved at d64 causal.
