@@ -41,10 +41,12 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // one wrote). Off since v82: with it, 40 calls on 40 streams at once hung the GPU (calls that
 // never finished, each with its own workspace; the test "fa3_backward: streams made and
 // dropped per call..." in test_backward_gpu.cpp), and so did it with only the main kernel's
-// launch programmatic, or only the postprocess's; with ordinary launches none did. Not
-// understood yet: every wait of the three kernels is for CTAs already started. It was worth
-// +0.5-1% at 1k-2k (v33a), and the postprocess's early start under it 1-3.5% for the
-// persistent picks from 1k to 4k (v44a): docs/perf-history.md v82.
+// launch programmatic, or only the postprocess's; with ordinary launches none did (20 of 20
+// runs). Not understood yet: by the launch rules (a dependent grid starts once every CTA of
+// the one before has triggered or ended) and in-order dispatch, each wait in the three kernels
+// is for CTAs that have started. Off, the backward measured 0.986x of v81's in one process
+// (bf16, H200, 1k-16k; 0.964x at d128 1k-2k, where the persistent picks lose the
+// postprocess's early start): docs/perf-history.md v82.
 constexpr bool kBackwardProgrammaticLaunch = false;
 
 // A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
