@@ -1275,7 +1275,8 @@ TEST_CASE("fa3_backward: streams made and dropped per call pass the handle's wor
   HandleWorkspaceProblem pr;
   std::vector<DeviceBuffer> outs;
   // A call on a new stream, dropped after it (its work still runs); an event after it tells
-  // when it has run. `workspace`: NULL for the handle's; *used: the workspace the call had.
+  // when it has run. `workspace`: NULL for the handle's. A Call keeps the event and the
+  // workspace the call had (the pool's entry for its stream, read after the call).
   struct Call {
     cudaEvent_t done = nullptr;
     CUdeviceptr workspace = 0;

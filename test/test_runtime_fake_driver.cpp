@@ -50,6 +50,18 @@ struct Problem {
   float* lse = reinterpret_cast<float*>(0x500000000);
   fa3_params p{0.0f, 1, 0};
   fa3_status run(fa3_handle* h) { return fa3_forward(h, &q, &k, &v, &o, lse, &p, nullptr); }
+  // The parameter block (and in *grid the grid's x) `kernel` was launched with on `stream`
+  // (a made-up handle).
+  fa3::FwdParams run_kernel(fa3_handle* h, const char* kernel, uintptr_t stream,
+                            unsigned* grid_x = nullptr) {
+    REQUIRE(fa3_forward_with_kernel(h, kernel, &q, &k, &v, &o, lse, &p,
+                                    reinterpret_cast<void*>(stream)) == FA3_OK);
+    unsigned grid = 0, block = 0, smem = 0;
+    fa3::FwdParams params;
+    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+    if (grid_x) *grid_x = grid;
+    return params;
+  }
 };
 
 // The first bf16 d128 kernel of 128 x 128 tiles compiled into this library whose config is as
@@ -243,11 +255,8 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   const char* name = compiled_d128(causal_persistent);
   REQUIRE(name);
   auto launch = [&](uintptr_t stream) {
-    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
-                                    reinterpret_cast<void*>(stream)) == FA3_OK);
-    unsigned grid = 0, block = 0, smem = 0;
-    fa3::FwdParams params;
-    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
+    unsigned grid = 0;
+    const fa3::FwdParams params = pr.run_kernel(h, name, stream, &grid);
     CHECK(grid == 132u);
     // K and V of a (batch, head) pair take 350 KB (700 keys x 128 x 2 bytes, twice): 23
     // pairs fit in 8 MiB; the power of two nearest that, 32, is more than the 24 pairs: 16.
@@ -314,14 +323,7 @@ TEST_CASE("fake driver: many streams: a counter each, 1024 to a block, each foun
   Problem pr;
   const char* name = compiled_d128(causal_persistent);
   REQUIRE(name);
-  auto counter_of = [&](uintptr_t stream) {
-    REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
-                                    reinterpret_cast<void*>(stream)) == FA3_OK);
-    unsigned grid = 0, block = 0, smem = 0;
-    fa3::FwdParams params;
-    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-    return params.tile_counter;
-  };
+  auto counter_of = [&](uintptr_t stream) { return pr.run_kernel(h, name, stream).tile_counter; };
   // (The call log would overflow: allocations are counted by their recorded sizes.)
   fake().reset();
   constexpr uintptr_t kStreams = 2500;

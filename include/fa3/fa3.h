@@ -95,7 +95,8 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
 /* Backward (paper Algorithm 3): dq, dk, dv from q, k, v, the forward's o and lse, and dout
  * (the gradient of the loss with respect to o). q, k, v, o, dout, dq, dk, dv: the dtype and
  * shapes of fa3_forward (dq and o like q, dout like o, dk and dv like k and v), any strides it
- * accepts (e.g. views into packed buffers); head_dim 64, 128 or 256. dq, dk and dv share no
+ * accepts (e.g. views into packed buffers); head_dim 64, 128 or 256; batch and q->heads at
+ * most 65535 (the preprocess's and postprocess's grids). dq, dk and dv share no
  * memory with an input, each other or the workspace. lse: the fp32 (batch, heads, seqlen_q)
  * that fa3_forward wrote for this o. GQA/MQA: dk and dv are summed over the query heads of
  * each K/V head's group. p: as fa3_forward's (NULL means {0, 0, 0}); p->deterministic picks

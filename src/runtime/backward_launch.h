@@ -1,8 +1,8 @@
 // Launch of a backward call: the preprocess, the main kernel and the postprocess of one
 // backward kernel's cubin, in order on the caller's stream, each after the one before
-// (kBackwardProgrammaticLaunch). Prepared first (the kernel's module loaded, the parameters built), so that
-// whatever can fail does before the handle grows a workspace for the call; then launched with
-// no allocation and no synchronization.
+// (kBackwardProgrammaticLaunch). Prepared first (the kernel's module loaded, the parameters
+// built), so that whatever can fail does before the handle grows a workspace for the call;
+// then launched with no allocation and no synchronization.
 #pragma once
 
 #include "fa3/fa3.h"
@@ -51,10 +51,10 @@ constexpr bool kBackwardProgrammaticLaunch = false;
 
 // A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
 // postprocess, which runs there beside it (BwdParams::post_early), under programmatic
-// dependent launch (kBackwardProgrammaticLaunch). On an H200 (docs/perf-
-// history.md v44) the calls of the persistent picks gained 1-3.5% from 1k to 4k against a grid
-// on every SM (d128 non-causal +1.6-3.5%, d128 causal below 2k +1.5%, d64 causal +1%), and
-// were level from 8k; 4 SMs cost more than the overlap saved at d64 causal.
+// dependent launch (kBackwardProgrammaticLaunch). On an H200 (docs/perf-history.md v44) the
+// calls of the persistent picks gained 1-3.5% from 1k to 4k against a grid on every SM (d128
+// non-causal +1.6-3.5%, d128 causal below 2k +1.5%, d64 causal +1%), and were level from 8k;
+// 4 SMs cost more than the overlap saved at d64 causal.
 constexpr int kPersistentPostprocessShare = 64;
 
 // A backward call ready to launch but for its workspace.
