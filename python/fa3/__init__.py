@@ -9,6 +9,7 @@ to the package, the source tree's build/ directory, or the dynamic loader's path
                for _ in range(3))
     out = fa3.forward(q, k, v, causal=True)               # (batch, seqlen, heads, head_dim)
     out, lse = fa3.forward(q, k, v, return_lse=True)      # lse: float32 (batch, heads, seqlen)
+    dout = torch.randn_like(out)                          # the gradient of a loss w.r.t. out
     dq, dk, dv = fa3.backward(q, k, v, out, dout, lse)    # gradients, from the forward's LSE
 
     q.requires_grad_()                                    # training: a torch.autograd.Function
