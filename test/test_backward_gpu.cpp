@@ -1338,7 +1338,8 @@ static void streams_per_call(HandleWorkspaceProblem& pr) {
     return c;
   };
   // Waits at most 60 s for the calls: a GPU that hangs (two calls sharing a workspace's
-  // counters at once can) is reported with each unfinished call's workspace, not waited on.
+  // counters at once would; 40 calls at once under programmatic dependent launch did, v82) is
+  // reported with each unfinished call and every call's workspace, not waited on forever.
   auto wait_for = [](const std::vector<Call>& calls) {
     std::string stuck, all;
     for (int waited_ms = 0; waited_ms <= 60000; waited_ms += 10) {
