@@ -1371,28 +1371,25 @@ static void streams_per_call(HandleWorkspaceProblem& pr) {
   std::vector<std::array<fa3_tensor, 3>> grads;
   for (int r = 0; r < kRounds; ++r) grads.push_back(pr.fresh_gradients(&outs));
   std::vector<Call> calls;
-  SECTION("no waiting between them, each with a workspace of the caller's") {
+  // Each call with a poisoned workspace of the caller's, waited for before they are freed.
+  auto with_caller_workspaces = [&](bool keep_streams) {
     size_t bytes = 0;
     REQUIRE(fa3_backward_workspace_size(pr.runner.handle(), &pr.x[kQ], &pr.x[kK], &pr.params, &bytes) == FA3_OK);
     std::vector<DeviceBuffer> workspaces;
     for (int r = 0; r < kRounds; ++r) {
       workspaces.emplace_back(bytes);
       workspaces.back().poison();
-      calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], workspaces.back().get(), bytes));
+      calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], workspaces.back().get(),
+                                         bytes, keep_streams));
     }
     wait_for(calls);
+  };
+  SECTION("no waiting between them, each with a workspace of the caller's") {
+    with_caller_workspaces(false);
   }
   SECTION("no waiting between them, each with a workspace of the caller's, the streams kept "
           "until every call has run") {
-    size_t bytes = 0;
-    REQUIRE(fa3_backward_workspace_size(pr.runner.handle(), &pr.x[kQ], &pr.x[kK], &pr.params, &bytes) == FA3_OK);
-    std::vector<DeviceBuffer> workspaces;
-    for (int r = 0; r < kRounds; ++r) {
-      workspaces.emplace_back(bytes);
-      workspaces.back().poison();
-      calls.push_back(once_on_new_stream(&grads[static_cast<size_t>(r)], workspaces.back().get(), bytes, true));
-    }
-    wait_for(calls);
+    with_caller_workspaces(true);
     for (cudaStream_t stream : kept) cudaStreamDestroy(stream);
   }
   SECTION("no waiting between them, with the handle's: a workspace is passed on only once its call has run") {
