@@ -1419,6 +1419,13 @@ TEST_CASE("fa3_backward: streams per call, not deterministic, 1000 rows (no wait
   streams_per_call(pr);
 }
 
+TEST_CASE("fa3_backward: streams per call, not deterministic, 1200 rows (the persistent pick: "
+          "its CTAs wait only for a first store's ticket)",
+          "[gpu][backward]") {
+  HandleWorkspaceProblem pr(1200, false);
+  streams_per_call(pr);
+}
+
 TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
   // dq (and q, o, dout, the fp32 dQ accumulator) of 2 x 8192 x 1032 x 128 = 2.16e9 elements:
   // offsets past 2^31 in every query-side index. The reference takes the first and last

@@ -214,6 +214,8 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
   // _pt with BwdParams::post_early: the dQ writer's (batch, K/V head) pair during a tile.
   __device__ __forceinline__ uint32_t pair_home() const { return tile_slots + 20; }
+  // _pt with ordered adds: the CTA's first tile, drawn by thread 0 (bwd_first_tile).
+  __device__ __forceinline__ uint32_t first_tile_home() const { return tile_slots + 24; }
   __device__ __forceinline__ uint32_t tile_full_bar(uint32_t k) const { return tile_full + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_empty_bar(uint32_t k) const { return tile_empty + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_slot(uint32_t k) const { return tile_slots + 4 * (k & 1); }
@@ -1263,10 +1265,30 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
 // The threads of a _pt CTA that walk its tiles.
 enum class BwdRole { Producer = 0, DqWriter = 1, DkvStorer = 2, Consumer = 3 };
 
-// _pt: runs role(work, carry) on each of the CTA's tiles: tile blockIdx.x, then each next one
-// as the producer draws it from the workspace's counter once it has issued the last one's loads
-// and publishes it in tile slot k % 2 (k: the tiles before), which the other roles read at the
-// end of their tile k.
+// _pt: the tiles a CTA takes. Without ordered adds, tile blockIdx.x first and then those the
+// producer draws from the workspace's counter (the first wave's tiles are never drawn). With
+// ordered adds (a tile waits for the tiles ranked before it at a query block, which come earlier
+// in bwd_tile_at's order) every tile is drawn, the first one too (thread 0, before the CTA's
+// roles start): then each tile a CTA waits for was drawn before, by a CTA that has started. With
+// a first tile by blockIdx.x, a CTA's drawn tile could wait for the first tile of a CTA not yet
+// on an SM; where other grids hold the SMs (calls on other streams), two such grids each holding
+// SMs while they wait for CTAs of their own that cannot start hung the GPU (docs/perf-history.md
+// v82, v83). The first draw comes after the wait for the preprocess, which zeroed the counter.
+// The counter then counts every tile, not the tiles past the first wave.
+__device__ __forceinline__ uint32_t bwd_draw_tile(const BwdParams& p) {
+  return (p.ordered_adds ? 0u : gridDim.x) + atomicAdd(p.tile_counter, 1u);
+}
+template <class Tr>
+__device__ __forceinline__ void bwd_first_tile(const BwdParams& p, const BwdSmem<Tr>& sm) {
+  if (!p.ordered_adds) return;
+  ptx::griddepcontrol_wait();
+  ptx::st_shared_u32(sm.first_tile_home(), bwd_draw_tile(p));
+}
+
+// _pt: runs role(work, carry) on each of the CTA's tiles (bwd_draw_tile): the first one, then
+// each next one as the producer draws it once it has issued the last one's loads and publishes
+// it in tile slot k % 2 (k: the tiles before), which the other roles read at the end of their
+// tile k. A CTA started after the others drew every tile has none.
 template <class Tr, BwdRole R, class Role>
 __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                   Role&& role) {
@@ -1275,7 +1297,9 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
   constexpr bool kCarryHome = R != BwdRole::Consumer;
   const uint32_t home = sm.carry_home(static_cast<int>(R));
   BwdCarry c;
-  int tile = static_cast<int>(blockIdx.x);
+  int tile = p.ordered_adds ? static_cast<int>(ptx::ld_shared_u32(sm.first_tile_home()))
+                            : static_cast<int>(blockIdx.x);
+  if (tile >= p.num_tiles) return;
   for (;;) {
     const BwdWork<Tr> w(p, tile);
     if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
@@ -1293,8 +1317,8 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
     int next;
     if constexpr (R == BwdRole::Producer) {
       // The draws come after the first tile's wait for the preprocess, which zeroed the
-      // counter (griddepcontrol_wait in bwd_producer).
-      next = static_cast<int>(gridDim.x + atomicAdd(p.tile_counter, 1u));
+      // counter (griddepcontrol_wait in bwd_producer, or bwd_first_tile).
+      next = static_cast<int>(bwd_draw_tile(p));
       tile::mbarrier_wait_idle(sm.tile_empty_bar(k), ((k >> 1) & 1) ^ 1);
       ptx::st_shared_u32(sm.tile_slot(k), static_cast<uint32_t>(next));
       ptx::mbarrier_arrive(sm.tile_full_bar(k));
@@ -1342,6 +1366,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
       }
       for (int wg = 0; wg < Tr::kConsumers; ++wg) ptx::mbarrier_init(sm.dkv_full_bar(wg), 128);
       if (Tr::kDvInDs) ptx::mbarrier_init(sm.dv_read, 1);
+      bwd_first_tile<Tr>(p, sm);
       if (Tr::kKDouble)
         for (uint32_t b = 0; b < 2; ++b) {
           ptx::mbarrier_init(sm.k_full_bar(b), 1);

@@ -51,7 +51,8 @@ struct BwdParams {
   int32_t ordered_adds;
   int32_t dkv_tma;  // dK and dV stored by TMA through shared memory (else by 4-byte stores)
   // _pt: the tiles (num_n_blocks x batch x heads_kv, bwd_tile_at's order) and the workspace's
-  // tile counter (zeroed by the preprocess; the main kernel draws after its wait for it).
+  // tile counter (zeroed by the preprocess; the main kernel draws after its wait for it; with
+  // ordered adds every tile is drawn, the first wave's too: bwd_draw_tile).
   int32_t num_tiles;
   uint32_t* tile_counter;
   // The postprocess converts a (batch, K/V head) pair's query blocks as soon as the pair's
