@@ -72,7 +72,10 @@ void DeviceBuffer::download(void* host, size_t bytes, size_t offset) const {
              "cudaMemcpy to host");
 }
 
-void DeviceBuffer::poison() { cuda_check(cudaMemset(ptr_, 0xff, bytes_), "cudaMemset"); }
+void DeviceBuffer::poison() {
+  cuda_check(cudaMemset(ptr_, 0xff, bytes_), "cudaMemset");
+  cuda_check(cudaStreamSynchronize(cudaStreamLegacy), "cudaMemset (waiting for it)");
+}
 
 std::vector<uint16_t> random_16bit(size_t n, bool is_bf16, std::mt19937_64& rng,
                                    std::vector<float>* values, float stddev) {

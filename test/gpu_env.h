@@ -32,7 +32,10 @@ class DeviceBuffer {
   T* as() const { return static_cast<T*>(ptr_); }
   void upload(const void* host, size_t bytes, size_t offset = 0);
   void download(void* host, size_t bytes, size_t offset = 0) const;
-  // Fills with 0xFF bytes: NaN for fp16, bf16 and fp32.
+  // Fills with 0xFF bytes: NaN for fp16, bf16 and fp32. Returns once the fill is done: it runs
+  // on the legacy default stream, which a non-blocking stream's work does not wait for, so a
+  // call launched there next could otherwise run before the fill, or under it (a poisoned
+  // workspace's tile counter filled after the preprocess zeroed it: docs/perf-history.md v83).
   void poison();
 
  private:

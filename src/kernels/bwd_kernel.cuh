@@ -1271,10 +1271,11 @@ enum class BwdRole { Producer = 0, DqWriter = 1, DkvStorer = 2, Consumer = 3 };
 // in bwd_tile_at's order) every tile is drawn, the first one too (thread 0, before the CTA's
 // roles start): then each tile a CTA waits for was drawn before, by a CTA that has started. With
 // a first tile by blockIdx.x, a CTA's drawn tile could wait for the first tile of a CTA not yet
-// on an SM; where other grids hold the SMs (calls on other streams), two such grids each holding
-// SMs while they wait for CTAs of their own that cannot start hung the GPU (docs/perf-history.md
-// v82, v83). The first draw comes after the wait for the preprocess, which zeroed the counter.
-// The counter then counts every tile, not the tiles past the first wave.
+// on an SM; where other grids hold the SMs (calls on other streams), two such grids, each
+// holding SMs while it waits for CTAs of its own that cannot start, would hang the GPU (a
+// suspect of v82's hang; not the whole of it: docs/perf-history.md v83). The first draw comes
+// after the wait for the preprocess, which zeroed the counter. The counter then counts every
+// tile, not the tiles past the first wave.
 __device__ __forceinline__ uint32_t bwd_draw_tile(const BwdParams& p) {
   return (p.ordered_adds ? 0u : gridDim.x) + atomicAdd(p.tile_counter, 1u);
 }

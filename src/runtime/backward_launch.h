@@ -46,7 +46,11 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // the one before has triggered or ended) and in-order dispatch, each wait in the three kernels
 // is for CTAs that have started. Off, the backward measured 0.986x of v81's in one process
 // (bf16, H200, 1k-16k; 0.964x at d128 1k-2k, where the persistent picks lose the
-// postprocess's early start): docs/perf-history.md v82.
+// postprocess's early start): docs/perf-history.md v82. v83: with every tile of the ordered
+// adds drawn (bwd_draw_tile), programmatic launches still failed that test: the handle's-pool
+// section hung (CUDA_DEVICE_MAX_CONNECTIONS=1), and the caller-workspace sections hit illegal
+// addresses (8 and 32 connections) that the test's own race may explain (its poison fill, on
+// the legacy stream, was not awaited then); with ordinary launches 6 of 6 processes passed.
 constexpr bool kBackwardProgrammaticLaunch = false;
 
 // A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the

@@ -7,9 +7,10 @@
 #      not deterministic 1200 and 1000) with build/diag/PDL, up to 20 processes, stopping at
 #      the first that fails or hangs; then 5 with this build;
 #   2. every backward GPU test but the [large] ones, with build/diag/PDL (if 1 passed), else this
-#      build; the backward's sanitizers on its [sanitize] cases (this build);
+#      build;
 #   3. build/diag/PDL / this build / the public FA3 / cuDNN, bf16 and fp16, every head dim and
 #      mask, 1k-16k; the deterministic mode's cost (d128 4k-16k).
+# (s83b.sh: the library chosen from this run, its other GPU checks.)
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
 gpu_run_header build/libfa3.so build/diag/PDL/libfa3.so build/diag/PDL/fa3_tests build/fa3_tests
@@ -27,12 +28,14 @@ churn build/diag/PDL/fa3_tests PDL 20 && pdl_ok=1
 churn build/fa3_tests plain 5
 rm -f "$OUT/run.log"
 if [ $pdl_ok = 1 ]; then tests=build/diag/PDL/fa3_tests; else tests=build/fa3_tests; fi
-echo "backward tests with $tests" | tee "$OUT/backward.log"
+echo "== backward tests with $tests" | tee -a "$OUT/churn.log"
 step backward 300 "$tests" --durations yes '[gpu][backward]~[large]'
-step sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' tools/sanitize.sh build/fa3_tests
 # fa3 = build/diag/PDL, fa3-prev = this build (ordinary launches).
 AB_LIB=$PWD/build/diag/PDL/libfa3.so ab_bwd ab build/libfa3.so 64,128,256 0,1 \
   1024,2048,4096,8192,16384 8 fa3,fa3-prev,fa3-public,cudnn
 AB_LIB=$PWD/build/diag/PDL/libfa3.so AB_DTYPES=bf16 ab_bwd det build/libfa3.so 128 0,1 \
   4096,8192,16384 4 fa3,fa3-det,fa3-prev-det
-cat "$OUT"/backward.log "$OUT"/sanitize.log "$OUT"/gpu.txt > "$OUT/tests.log" && rm "$OUT"/backward.log "$OUT"/sanitize.log
+# Three files back: the logs in one, the tables' markdown in one, the tables' CSVs in a tarball.
+cd "$OUT" && cat gpu.txt churn.log backward.log ab_*.log det_*.log > logs.txt 2>/dev/null
+cat ab_*/*.md det_*/*.md > tables.md; tar czf tables.tgz ab_* det_*
+rm -rf gpu.txt churn.log backward.log ab_* det_*
