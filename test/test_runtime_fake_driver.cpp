@@ -279,12 +279,7 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
     for (const int64_t kv_heads : {int64_t{4}, int64_t{32}}) {
       gqa.k = tensor(0x200000000, 1, 16384, kv_heads, 128);
       gqa.v = tensor(0x300000000, 1, 16384, kv_heads, 128);
-      REQUIRE(fa3_forward_with_kernel(h, name, &gqa.q, &gqa.k, &gqa.v, &gqa.o, gqa.lse,
-                                      &gqa.p, reinterpret_cast<void*>(0x10)) == FA3_OK);
-      unsigned grid = 0, block = 0, smem = 0;
-      fa3::FwdParams params;
-      REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-      CHECK(params.l2_group == (kv_heads == 4 ? 8 : 2));
+      CHECK(gqa.run_kernel(h, name, 0x10).l2_group == (kv_heads == 4 ? 8 : 2));
     }
   }
   const std::string calls = fake().calls();
@@ -304,12 +299,8 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
       continue;
     INFO(k.name);
     ++non_causal;
-    REQUIRE(fa3_forward_with_kernel(h, k.name.c_str(), &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
-                                    reinterpret_cast<void*>(0x10)) == FA3_OK);
-    unsigned grid = 0, block = 0, smem = 0;
-    fa3::FwdParams params;
-    REQUIRE(fake().last_launch(&grid, &block, &smem, &params, sizeof params) == 1);
-    CHECK(params.tile_counter == (k.fwd.draws_tiles() ? a : nullptr));
+    CHECK(pr.run_kernel(h, k.name.c_str(), 0x10).tile_counter ==
+          (k.fwd.draws_tiles() ? a : nullptr));
   }
   CHECK(non_causal > 0);
   fa3_destroy(h);

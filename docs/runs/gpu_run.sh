@@ -21,6 +21,20 @@ step() {
   tail -3 "$OUT/$name.log"
 }
 
+# churn LABEL RUNS CMD...: CMD (a test process) up to RUNS times, stopping at the first that
+# fails or hangs (100 s); each run's first failure lines and last lines in $OUT/churn.log,
+# under "== LABEL run i". Fails if a run did. (The concurrency tests of v82-v83: a hang there
+# is many calls unfinished, which the tests bound and print.)
+churn() {
+  local label=$1 runs=$2 i; shift 2
+  for i in $(seq 1 "$runs"); do
+    step run 100 "$@"
+    { echo "== $label run $i"; grep -m3 "illegal\|unfinished\|FAILED" "$OUT/run.log";
+      tail -n 3 "$OUT/run.log"; } >> "$OUT/churn.log"
+    grep -q "^rc=0" "$OUT/run.log" || return 1
+  done
+}
+
 # pt_walk_first: the _pt walk test first (a wrong barrier count hangs: 120 s); fails if it did.
 pt_walk_first() {
   step pt_walk 120 build/fa3_tests 'the persistent (_pt) kernels walk several tiles a CTA'

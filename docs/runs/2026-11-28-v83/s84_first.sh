@@ -13,15 +13,6 @@ cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
 CHURN='fa3_backward: threads and streams at once*,fa3_backward: streams made and dropped per call*,fa3_backward: streams per call*'
 POOL='no waiting between them, with the handle'"'"'s: a workspace is passed on only once its call has run'
-churn() {  # churn LABEL RUNS CMD...
-  local label=$1 runs=$2 i; shift 2
-  for i in $(seq 1 "$runs"); do
-    step run 100 "$@"
-    { echo "== $label run $i"; grep -m3 "illegal\|unfinished\|FAILED" "$OUT/run.log";
-      tail -n 3 "$OUT/run.log"; } >> "$OUT/churn.log"
-    grep -q "^rc=0" "$OUT/run.log" || return 1
-  done
-}
 case ${1:-a} in
   a)
     gpu_run_header build/libfa3.so build/fa3_tests build/diag/PDL/fa3_tests
