@@ -44,9 +44,4 @@ __device__ __forceinline__ int32_t atom_add_acquire_gpu(int32_t* addr, int32_t v
   return old;
 }
 
-// Suspends the thread for about `ns` nanoseconds (at most ~1 ms): a poll's back-off.
-__device__ __forceinline__ void nanosleep(uint32_t ns) {
-  asm volatile("nanosleep.u32 %0;\n" ::"r"(ns));
-}
-
 }  // namespace fa3::ptx

@@ -53,7 +53,7 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
 // 128-row blocks, 128, and to whole 80-row blocks, 160: the larger) = 2560 rows; lse_log2
 // and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores, the
 // _pt kernels' tile counter and a counter per (batch, K/V head) pair (2 x 2).
-constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4 + 4 * 4;
+constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4;
 
 struct Args {
   fa3_tensor q = tensor(kQ, 2, 100, 8, 128), k = tensor(kK, 2, 300, 2, 128),
@@ -286,7 +286,7 @@ const Rule kRules[] = {
      FA3_ERR_INVALID_ARGUMENT, "workspace (0xa00000080) must be 256-byte aligned"},
     {"workspace too small", [](Args& a) { a.workspace_bytes = kArgsWorkspaceBytes - 1; },
      FA3_ERR_INVALID_ARGUMENT,
-     "workspace_bytes (1331379) is less than the 1331380 bytes this problem needs (fa3_backward_workspace_size)"},
+     "workspace_bytes (1331363) is less than the 1331364 bytes this problem needs (fa3_backward_workspace_size)"},
     {"workspace overlaps dv", [](Args& a) { a.workspace = reinterpret_cast<char*>(kDv) + 256; },
      FA3_ERR_INVALID_ARGUMENT,
      "workspace overlaps dv in memory: the workspace must not share memory with a tensor or lse"},
@@ -612,8 +612,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dq_accum == 20480u);
   CHECK(w.dq_semaphore == 20480u + 2560u * 128 * 4);
   CHECK(w.tile_counter == w.dq_semaphore + 2560 / 64 * 4);  // one int32 per 64 rows
-  CHECK(w.pair_done == w.tile_counter + 4);
-  CHECK(w.total == w.pair_done + 2 * 2 * 4);  // one int32 per (batch, K/V head) pair
+  CHECK(w.total == w.tile_counter + 4);
   CHECK(w.total == kArgsWorkspaceBytes);
   // Every kernel's last query block lies inside the rows: whole blocks of 64, 80 and 128.
   for (int64_t s : {1, 63, 64, 65, 79, 80, 81, 127, 128, 129, 160, 255, 256, 640, 1000, 8192})
@@ -631,7 +630,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dq_accum == 1024u);
   CHECK(w.dq_semaphore == 1024u + 128 * 64 * 4);
   CHECK(w.tile_counter == w.dq_semaphore + 2 * 4);
-  CHECK(w.total == w.tile_counter + 4 + 4);
+  CHECK(w.total == w.tile_counter + 4);
 
   // Past 2^32 bytes (a problem over 2^31 elements): size_t arithmetic throughout (8192 rows
   // take 103 blocks of 80: 8240).
@@ -641,7 +640,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.dpsum == rows * 4);
   CHECK(w.dq_accum == rows * 8);
   CHECK(w.dq_semaphore == rows * 8 + rows * 128 * 4);
-  CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4 + 2 * 8 * 4);
+  CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4);
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 }
@@ -775,8 +774,7 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4 + 2 * 2 * 4);  // + the tile
-  // counter and the pair counters
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);  // + the tile counter
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -831,7 +829,7 @@ TEST_CASE("backward: the caller's workspace reaches the kernels; nothing is allo
   CHECK(address_of(p.dpsum) == kWorkspace + w.dpsum);
   CHECK(address_of(p.dq_accum) == kWorkspace + w.dq_accum);
   CHECK(address_of(p.dq_semaphore) == kWorkspace + w.dq_semaphore);
-  CHECK(address_of(p.pair_done) == kWorkspace + w.pair_done);
+  CHECK(address_of(p.tile_counter) == kWorkspace + w.tile_counter);
   CHECK(p.lse == a.lse);
   CHECK(address_of(p.dq) == kDq);
   CHECK(address_of(p.dk) == kDk);
@@ -858,7 +856,6 @@ TEST_CASE("backward: the three kernels are ordinary launches, on every driver "
     fake().set_driver_version(13000);  // read when the handle was created
     REQUIRE(a.run(fh.h) == FA3_OK);
     CHECK(fake().launch_kinds() == "---");  // preprocess, main kernel, postprocess
-    CHECK(last_params().post_early == 0);
   }
 }
 
@@ -892,15 +889,11 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     fake().reset();
     REQUIRE(small.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == "32 128 32 ");
-    // The postprocess, launched after the main kernel, never starts early
-    // (kBackwardProgrammaticLaunch).
-    CHECK(last_params().post_early == 0);
     Args large;
     d64(large, 8192, causal);
     fake().reset();
     REQUIRE(large.run(fh.h) == FA3_OK);
     CHECK(fake().launch_grids() == (causal ? "64 132 64 " : "64 256 64 "));
-    CHECK(last_params().post_early == 0);
     // The deterministic mode: the causal pick's _lf entry (BwdConfig::causal_last_first),
     // with the last K/V block's adds first; non-causal calls the main entry.
     large.p.deterministic = 1;
@@ -931,11 +924,8 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
   fake().reset();
   REQUIRE(a.run(fh.h) == FA3_OK);
   CHECK(fake().launch_names().find("_lf") == std::string::npos);
-  // A persistent grid takes every SM, with none left to a postprocess that would start early
-  // (kPersistentPostprocessShare, under programmatic dependent launch): all 114, all 60 of a
-  // MIG slice.
-  for (const auto& [sms, grids, early] :
-       {std::tuple{114, "64 114 64 ", 0}, std::tuple{60, "64 60 64 ", 0}}) {
+  // A persistent grid takes every SM: all 114, all 60 of a MIG slice.
+  for (const auto& [sms, grids] : {std::pair{114, "64 114 64 "}, std::pair{60, "64 60 64 "}}) {
     INFO(sms << " SMs");
     fake().set_sm_count(sms);
     FakeHandle gpu;
@@ -944,7 +934,6 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     d64(b, 8192, 1);
     REQUIRE(b.run(gpu.h) == FA3_OK);
     CHECK(fake().launch_grids() == grids);
-    CHECK(last_params().post_early == early);
   }
 }
 

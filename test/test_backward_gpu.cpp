@@ -792,14 +792,11 @@ TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backwa
   CHECK(run_each_backward_kernel(runner, shapes, /*persistent=*/true, 4100) >= 2);
 }
 
-TEST_CASE("the postprocess converts each pair's dQ once its CTAs are done (one-tile kernels)",
+TEST_CASE("the one-tile kernels over several waves of CTAs",
           "[gpu][backward][sanitize]") {
-  // More tiles than SMs for each compiled kernel that runs a CTA a tile: under programmatic
-  // dependent launch the runtime let the postprocess start under the main kernel's last wave
-  // (BwdParams::post_early), each CTA converting its query block once the (batch, K/V head)
-  // pair's CTAs had counted their dQ adds complete; off since v82 (kBackwardProgrammaticLaunch),
-  // these shapes still run every such kernel over several waves; GQA, seqlen_q != seqlen_k and
-  // padded outputs. Also a [sanitize] case (on an H200 each sanitizer takes 40-60 s over it).
+  // More tiles than SMs for each compiled kernel that runs a CTA a tile: every such kernel over
+  // several waves; GQA, seqlen_q != seqlen_k and padded outputs. Also a [sanitize] case (on an
+  // H200 each sanitizer takes 40-60 s over it).
   // Short query blocks keep the float64 reference cheap; many K/V blocks make the tiles.
   Runner runner;
   const Shape shapes[] = {

@@ -212,8 +212,6 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t dkv_full_bar(int wg) const { return dkv_full + 8 * wg; }
   // Where a role of warpgroup 0 keeps its BwdCarry during a tile (bwd_for_each_tile).
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
-  // _pt with BwdParams::post_early: the dQ writer's (batch, K/V head) pair during a tile.
-  __device__ __forceinline__ uint32_t pair_home() const { return tile_slots + 20; }
   // _pt with ordered adds: the CTA's first tile, drawn by thread 0 (bwd_first_tile).
   __device__ __forceinline__ uint32_t first_tile_home() const { return tile_slots + 24; }
   __device__ __forceinline__ uint32_t tile_full_bar(uint32_t k) const { return tile_full + 8 * (k & 1); }
@@ -458,11 +456,7 @@ __device__ __forceinline__ void bwd_producer(const BwdParams& p, const BwdSmem<T
   }
   // LSE_i and D_i come from the preprocess, which may still run (programmatic dependent
   // launch); K_j and V_j do not, so their loads go first.
-  if (carry.first()) {
-    ptx::griddepcontrol_wait();
-    // _pt: the postprocess may start once every CTA has passed this wait (bwd_kernel).
-    if constexpr (Tr::kPersistent) ptx::griddepcontrol_launch_dependents();
-  }
+  if (carry.first()) ptx::griddepcontrol_wait();
   tile::PipelineState<Tr::kStages> st = tile::PipelineState<Tr::kStages>::at(carry.steps());
   const int steps = w.steps(p);
   BwdStep at = w.first_step(p);
@@ -596,21 +590,6 @@ __device__ __forceinline__ void bwd_dq_end_step(const BwdSmem<Tr>& sm, bool publ
   }
 }
 
-// The index of (batch, K/V head) pair in BwdParams::pair_done.
-__device__ __forceinline__ int64_t bwd_pair(const BwdParams& p, int batch, int kv_head) {
-  return static_cast<int64_t>(batch) * p.heads_kv + kv_head;
-}
-
-// BwdParams::post_early, at a tile's end, once its dQ adds are complete (bulk_wait_group<0>):
-// the counter of its (batch, K/V head) pair raised for the postprocess (the proxy fence
-// orders the bulk operations' writes before the release). Called by the dQ writer's thread
-// once its writer returns: at the CTA's end (bwd_kernel), or _pt after each tile
-// (bwd_for_each_tile).
-__device__ __forceinline__ void bwd_publish_pair_done(const BwdParams& p, int64_t pair) {
-  ptx::fence_proxy_async_global();
-  ptx::red_add_release_gpu(p.pair_done + pair, 1);
-}
-
 // Ordered adds in the _lf entry (kLastFirst): a query block's counter starts at its first
 // adder's rank (BwdWork::add_rank) with this bit set, which that adder's publication clears:
 // so the writer learns from the counter whether it stores (bwd_dq_counter_start), and no step
@@ -697,7 +676,7 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
     bwd_dq_end_step<Tr>(sm, p.ordered_adds, semaphore, first_turn ? 1 - kDqFirstTurn : 1,
                         last_slot);
   }
-  // (The tile's last bulk operations are awaited, and its pair published, by the caller.)
+  // (The CTA's last bulk operations are awaited before it exits: bwd_kernel.)
 }
 
 constexpr int32_t kDqReady = 1 << 30;  // the first store of a query block is complete
@@ -1304,15 +1283,7 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
   for (;;) {
     const BwdWork<Tr> w(p, tile);
     if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
-    // BwdParams::post_early: the dQ writer publishes each tile's pair once its adds are
-    // complete; the pair waits in shared memory as the carry does.
-    if (R == BwdRole::DqWriter && p.post_early)
-      ptx::st_shared_u32(sm.pair_home(), static_cast<uint32_t>(bwd_pair(p, w.batch, w.kv_head)));
     role(w, c);
-    if (R == BwdRole::DqWriter && p.post_early) {
-      ptx::bulk_wait_group<0>();
-      bwd_publish_pair_done(p, ptx::ld_shared_u32(sm.pair_home()));
-    }
     if constexpr (kCarryHome) c.bits = ptx::ld_shared_u32(home);
     const uint32_t k = c.tiles();
     int next;
@@ -1340,13 +1311,10 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   const uint32_t base = (ptx::smem_address(smem_raw) + 1023u) & ~1023u;
   const BwdSmem<Tr> sm(base);
-  // The postprocess may be scheduled once every CTA of this grid has started: on the SMs the
-  // last CTAs leave, it waits for the grid's completion (griddepcontrol_wait) or, with
-  // BwdParams::post_early, for each pair's CTAs (bwd_publish_pair_done), instead of being
-  // launched after it. _pt: once every CTA has waited for the preprocess (bwd_producer), as
-  // the postprocess may then run beside the main grid on SMs it leaves free, polling the pair
-  // counters this call's preprocess zeroed.
-  if constexpr (!Tr::kPersistent) ptx::griddepcontrol_launch_dependents();
+  // Under programmatic dependent launch the postprocess may be scheduled once every CTA of
+  // this grid has started: on the SMs the last CTAs leave, it waits for the grid's completion
+  // (griddepcontrol_wait) instead of being launched after it.
+  ptx::griddepcontrol_launch_dependents();
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(sm.kv_full, 1);
     sm.pipe.init(128 * Tr::kConsumers);
@@ -1386,10 +1354,7 @@ __device__ __forceinline__ void bwd_kernel(const BwdParams& p) {
       if (threadIdx.x == 0) bwd_producer<Tr>(p, sm, w, BwdCarry{});
       if (threadIdx.x == 32) {
         bwd_dq_writer<Tr>(p, sm, w, BwdCarry{});
-        // The last adds complete: read from shared memory before the CTA exits, and in
-        // global memory before the pair is published.
-        ptx::bulk_wait_group<0>();
-        if (p.post_early) bwd_publish_pair_done(p, bwd_pair(p, w.batch, w.kv_head));
+        ptx::bulk_wait_group<0>();  // the last adds have read shared memory before the CTA exits
       }
     } else {
       ptx::setmaxnreg_inc<Tr::kConsumerRegs>();
@@ -1443,14 +1408,12 @@ __device__ __forceinline__ int32_t bwd_dq_counter_start(const BwdParams& p, int 
 // last writes (the first pairs' zeroed dQ accumulator, LSE and D) and the main kernel's last
 // adds (the last pairs' accumulator) are still in L2 when the next kernel reads them first
 // (A/B: +0.5-1.7% at 512-1k, level from 2k).
-// The postprocess with BwdParams::post_early takes them in order instead: the first pairs'
-// adds complete first.
 struct BwdAuxBlock {
   int m_block, head, batch;
-  __device__ __forceinline__ explicit BwdAuxBlock(bool reversed = true)
-      : m_block(static_cast<int>(reversed ? gridDim.x - 1 - blockIdx.x : blockIdx.x)),
-        head(static_cast<int>(reversed ? gridDim.y - 1 - blockIdx.y : blockIdx.y)),
-        batch(static_cast<int>(reversed ? gridDim.z - 1 - blockIdx.z : blockIdx.z)) {}
+  __device__ __forceinline__ BwdAuxBlock()
+      : m_block(static_cast<int>(gridDim.x - 1 - blockIdx.x)),
+        head(static_cast<int>(gridDim.y - 1 - blockIdx.y)),
+        batch(static_cast<int>(gridDim.z - 1 - blockIdx.z)) {}
 };
 
 // Whether every 8-element piece (8 head-dim columns from a multiple of 8) of a 16-bit tensor
@@ -1502,10 +1465,6 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   const int row_in_pass = static_cast<int>(threadIdx.x) / kRowThreads;
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
   const bool wide = pieces_16b_aligned(p.o, p.o_stride) && pieces_16b_aligned(p.dout, p.do_stride);
-  // The count of main-kernel CTAs done of pair (batch, head) (BwdParams::post_early; there
-  // are heads_kv <= heads of them a batch).
-  if (threadIdx.x == 0 && m_block == 0 && head < p.heads_kv)
-    p.pair_done[bwd_pair(p, batch, head)] = 0;
 #pragma unroll 1
   for (int pass0 = 0; pass0 < kPasses; pass0 += kBatch) {
     uint4 o8[kBatch], do8[kBatch];
@@ -1583,18 +1542,9 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
   // copy out; 8 rows of a warp's fragment stores fall on distinct banks).
   constexpr int kRowWords = Tr::kHeadDim / 2 + 4;
   __shared__ __align__(16) uint32_t tile[Tr::kBlockM * kRowWords];
-  const BwdAuxBlock at(!p.post_early);
+  const BwdAuxBlock at;
   const int m_block = at.m_block, head = at.head, batch = at.batch;
-  if (p.post_early) {
-    // The pair's main-kernel CTAs (one per K/V block) have all made their adds (bwd_publish_
-    // pair_done); what they released is visible to the CTA after the barrier.
-    if (threadIdx.x == 0)
-      tile::wait_counter_masked</*kBackoffNs=*/500>(
-          p.pair_done + bwd_pair(p, batch, head / p.heads_per_kv_head), ~0, p.num_n_blocks);
-    __syncthreads();
-  } else {
-    ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
-  }
+  ptx::griddepcontrol_wait();  // the main kernel's adds (programmatic dependent launch)
   const int64_t bh = static_cast<int64_t>(batch) * p.heads + head;
   constexpr int kBandFloats = 64 * Tr::kHeadDim;
   const float4* block = reinterpret_cast<const float4*>(
@@ -1649,12 +1599,6 @@ __device__ __forceinline__ void bwd_postprocess(const BwdParams& p) {
       for (int w = 0; w < 4; ++w) reinterpret_cast<uint32_t*>(out)[w] = in[w];
     }
   }
-  // With the early start this grid may otherwise complete before the main one (its last
-  // CTAs' dK and dV stores): its last CTA waits for that, so that whatever the stream runs
-  // after the call follows all three kernels, as without programmatic dependent launch.
-  if (p.post_early && blockIdx.x == gridDim.x - 1 && blockIdx.y == gridDim.y - 1 &&
-      blockIdx.z == gridDim.z - 1)
-    ptx::griddepcontrol_wait();
 }
 
 }  // namespace fa3

@@ -55,13 +55,6 @@ struct BwdParams {
   // ordered adds every tile is drawn, the first wave's too: bwd_draw_tile).
   int32_t num_tiles;
   uint32_t* tile_counter;
-  // The postprocess converts a (batch, K/V head) pair's query blocks as soon as the pair's
-  // main-kernel tiles have all made their dQ adds (each raises the pair's pair_done once its
-  // adds are complete; the preprocess zeroes them), not once the whole main grid is done:
-  // under programmatic dependent launch its CTAs then run on the SMs a persistent grid leaves
-  // to it, or on those a one-tile grid's last wave leaves (build_backward_params).
-  int32_t post_early;
-  int32_t* pair_done;
 };
 
 }  // namespace fa3

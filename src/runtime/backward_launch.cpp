@@ -148,37 +148,19 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
   p.num_tiles = static_cast<int32_t>(ctas);
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
-  // _pt: a CTA per SM (one fits an SM), the tiles past the first wave drawn from the
-  // workspace's counter (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
-  // Under programmatic dependent launch (kBackwardProgrammaticLaunch), a persistent grid
-  // leaves one SM in 64 to the postprocess (kPersistentPostprocessShare), which converts each
-  // (batch, K/V head) pair's dQ there as soon as the pair's tiles are done
-  // (BwdParams::post_early), under the main kernel rather than after it.
-  const int post_sms = kBackwardProgrammaticLaunch && c.persistent
-                           ? std::max(0, sm_count) / kPersistentPostprocessShare
-                           : 0;
+  // _pt: a CTA per SM (one fits an SM), its tiles drawn from the workspace's counter
+  // (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
   const unsigned main_ctas =
-      c.persistent
-          ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count - post_sms)))
-          : static_cast<unsigned>(ctas);
-  // The postprocess's early start (BwdParams::post_early), where it reads no counter an
-  // earlier call left: a persistent grid with SMs left to it, whose CTAs let it launch only
-  // once each has waited for the preprocess (bwd_producer), which zeroed the counters; or a
-  // CTA a tile with more CTAs than SMs. A main CTA fills an SM (its registers alone), so that
-  // postprocess, launched once every main CTA has started, runs after at least one main CTA
-  // has completed, and so after that CTA's wait for the preprocess. (A persistent grid on
-  // every SM ends its CTAs together: nothing to overlap.) Launched after the main kernel
-  // instead, the postprocess has nothing to start early.
-  params->post_early = kBackwardProgrammaticLaunch &&
-                       (c.persistent ? post_sms > 0 : ctas > std::max(1, sm_count));
+      c.persistent ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count)))
+                   : static_cast<unsigned>(ctas);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
             {m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)}};
   return Error::ok();
 }
 
-// Points the parameter block's scratch (lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter,
-// pair_done) at the regions of backward_workspace(prob) in `workspace`.
+// Points the parameter block's scratch (lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter)
+// at the regions of backward_workspace(prob) in `workspace`.
 void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
                             BwdParams* params) {
   const BackwardWorkspace ws = backward_workspace(prob);
@@ -187,7 +169,6 @@ void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
   params->dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
   params->dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
   params->tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
-  params->pair_done = reinterpret_cast<int32_t*>(workspace + ws.pair_done);
 }
 
 }  // namespace

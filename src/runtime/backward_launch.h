@@ -53,14 +53,6 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // the legacy stream, was not awaited then); with ordinary launches 6 of 6 processes passed.
 constexpr bool kBackwardProgrammaticLaunch = false;
 
-// A persistent main grid leaves sm_count / this SMs (2 of an H100's or H200's 132) to the
-// postprocess, which runs there beside it (BwdParams::post_early), under programmatic
-// dependent launch (kBackwardProgrammaticLaunch). On an H200 (docs/perf-history.md v44) the
-// calls of the persistent picks gained 1-3.5% from 1k to 4k against a grid on every SM (d128
-// non-causal +1.6-3.5%, d128 causal below 2k +1.5%, d64 causal +1%), and were level from 8k;
-// 4 SMs cost more than the overlap saved at d64 causal.
-constexpr int kPersistentPostprocessShare = 64;
-
 // A backward call ready to launch but for its workspace.
 struct BackwardCall {
   const KernelInfo* kernel = nullptr;

@@ -74,8 +74,8 @@ Error check_grid(const fa3_tensor& q, const fa3_tensor& k) {
 // backward_workspace's layout in any integer type: Int128 to check a shape before its sizes
 // may wrap, size_t for a checked problem.
 template <class Int>
-WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t heads_kv,
-                                        int64_t seqlen_q, int64_t head_dim) {
+WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t seqlen_q,
+                                        int64_t head_dim) {
   const auto align_up = [](Int x) {
     return (x + Int{kWorkspaceAlignment} - 1) / Int{kWorkspaceAlignment} * Int{kWorkspaceAlignment};
   };
@@ -87,16 +87,14 @@ WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t he
   w.dq_accum = align_up(w.dpsum + rows * sizeof(float));
   w.dq_semaphore = align_up(w.dq_accum + rows * static_cast<Int>(head_dim) * sizeof(float));
   w.tile_counter = w.dq_semaphore + rows / Int{kWorkspaceSemaphoreRows} * sizeof(int32_t);
-  w.pair_done = w.tile_counter + sizeof(uint32_t);
-  w.total = w.pair_done + static_cast<Int>(batch) * static_cast<Int>(heads_kv) * sizeof(int32_t);
+  w.total = w.tile_counter + sizeof(uint32_t);
   return w;
 }
 
 }  // namespace
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
-  return workspace_regions<size_t>(prob.batch, prob.heads, prob.heads_kv, prob.seqlen_q,
-                                   prob.head_dim);
+  return workspace_regions<size_t>(prob.batch, prob.heads, prob.seqlen_q, prob.head_dim);
 }
 
 bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem) {
@@ -164,7 +162,7 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
   const Int128 workspace =
-      workspace_regions<Int128>(q->batch, q->heads, k->heads, q->seqlen, q->head_dim).total;
+      workspace_regions<Int128>(q->batch, q->heads, q->seqlen, q->head_dim).total;
   if (workspace > kMaxWorkspaceBytes)
     return make_error(FA3_ERR_UNSUPPORTED,
                       "q's batch * heads * seqlen * head_dim would need about " +

@@ -30,13 +30,11 @@ struct BackwardProblem {
 // (whole query blocks of every backward kernel): lse_log2 and dpsum: float[batch * heads *
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
-// smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter);
-// pair_done: int32[batch * heads_kv] right after (per (batch, K/V head) pair, the main kernel's
-// CTAs whose dQ adds are complete: BwdParams::post_early). total: the bytes a workspace needs
-// (the end of pair_done).
+// smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
+// total: the bytes a workspace needs (the end of tile_counter).
 template <class Int>
 struct WorkspaceRegions {
-  Int lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, pair_done, total;
+  Int lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, total;
 };
 using BackwardWorkspace = WorkspaceRegions<size_t>;
 constexpr size_t kWorkspaceAlignment = 256;

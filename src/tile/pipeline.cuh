@@ -54,17 +54,14 @@ __device__ __forceinline__ void mbarrier_wait(uint32_t bar, uint32_t parity,
 
 // Waits until the global counter's bits under `mask` read `value` (acquire, GPU scope: what
 // its writer released before raising it is visible after); returns the whole word it read
-// last. kBackoffNs: asleep that long between polls (a wait of many threads that may last a
-// kernel's last wave: the backward's postprocess, BwdParams::post_early), else polling
-// back to back. Debug builds give up after ~2^34 cycles with a message and a trap.
-template <uint32_t kBackoffNs = 0>
+// last. Polls back to back. Debug builds give up after ~2^34 cycles with a message and a
+// trap.
 __device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, int32_t mask,
                                                        int32_t value) {
   int32_t seen;
 #if FA3_DEBUG_HANG
   const long long start = clock64();
   while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
-    if constexpr (kBackoffNs > 0) ptx::nanosleep(kBackoffNs);
     if (clock64() - start > (1ll << 34)) {
       printf("fa3: counter wait timed out (block %d %d %d, thread %d, waiting for %x under "
              "mask %x)\n",
@@ -74,7 +71,6 @@ __device__ __forceinline__ int32_t wait_counter_masked(const int32_t* counter, i
   }
 #else
   while (((seen = ptx::ld_acquire_gpu(counter)) & mask) != value) {
-    if constexpr (kBackoffNs > 0) ptx::nanosleep(kBackoffNs);
   }
 #endif
   return seen;
