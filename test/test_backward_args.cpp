@@ -51,8 +51,8 @@ fa3_tensor tensor(uintptr_t addr, int64_t b, int64_t s, int64_t h, int64_t d) {
 
 // The workspace of Args' problem: batch 2 x heads 8 x 160 rows (100 rounded up to whole
 // 128-row blocks, 128, and to whole 80-row blocks, 160: the larger) = 2560 rows; lse_log2
-// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores, the
-// _pt kernels' tile counter and a counter per (batch, K/V head) pair (2 x 2).
+// and dpsum 10240 bytes each, dq_accum 2560 x 128 x 4 bytes, then 2560 / 64 semaphores and
+// the _pt kernels' tile counter.
 constexpr size_t kArgsWorkspaceBytes = 10240 + 10240 + 2560 * 128 * 4 + 40 * 4 + 4;
 
 struct Args {
