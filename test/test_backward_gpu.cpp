@@ -1292,6 +1292,34 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
   }
 }
 
+// For a hang's report: whether the GPU still runs work of its own stream beside the unfinished
+// calls (a 64 MiB memset on a new stream, given 5 s). If it does, SMs are free and the calls
+// wait for something other than room to run. Nothing is freed: cudaFree would wait for the
+// hung calls.
+static std::string other_work_runs() {
+  constexpr size_t kBytes = size_t{64} << 20;
+  void* buffer = nullptr;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t done = nullptr;
+  if (cudaMalloc(&buffer, kBytes) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
+      cudaEventCreateWithFlags(&done, cudaEventDisableTiming) != cudaSuccess ||
+      cudaMemsetAsync(buffer, 0, kBytes, stream) != cudaSuccess ||
+      cudaEventRecord(done, stream) != cudaSuccess)
+    return "the probe of other work could not be set up";
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    const cudaError_t q = cudaEventQuery(done);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::steady_clock::now() - start).count();
+    if (q == cudaSuccess)
+      return "a 64 MiB memset on another stream ran meanwhile (" + std::to_string(ms) + " ms)";
+    if (q != cudaErrorNotReady) return std::string("the probe of other work failed: ") + cudaGetErrorString(q);
+    if (ms > 5000) return "a 64 MiB memset on another stream did not run in 5 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 // Backward calls on streams made per call: one after another, then 40 without waiting (each
 // stream dropped after its call, its work still running, or all kept until every call has
 // run), with a caller's workspace each or the handle's. Every call's gradients must be the
@@ -1348,10 +1376,12 @@ static void streams_per_call(HandleWorkspaceProblem& pr) {
     }
     for (size_t i = 0; i < calls.size(); ++i)
       all += " " + std::to_string(i) + "@" + std::to_string(calls[i].workspace >> 20);
-    std::fprintf(stderr, "backward calls unfinished after 60 s:%s (every call@workspace MiB:%s)\n",
-                 stuck.c_str(), all.c_str());
+    const std::string other = other_work_runs();
+    std::fprintf(stderr, "backward calls unfinished after 60 s:%s (every call@workspace MiB:%s); %s\n",
+                 stuck.c_str(), all.c_str(), other.c_str());
     std::fflush(stderr);
-    FAIL("backward calls unfinished after 60 s:" << stuck << " (every call@workspace MiB:" << all << ")");
+    FAIL("backward calls unfinished after 60 s:" << stuck << " (every call@workspace MiB:" << all
+                                                 << "); " << other);
   };
   SECTION("each stream's call done before the next: one workspace in all") {
     for (int r = 0; r < 20; ++r) {

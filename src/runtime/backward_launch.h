@@ -39,18 +39,23 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // Whether the main kernel and the postprocess are launched by programmatic dependent launch
 // (each scheduled while the kernel before it finishes, waiting in the kernel for what that
 // one wrote). Off since v82: with it, 40 calls on 40 streams at once hung the GPU (calls that
-// never finished, each with its own workspace; the test "fa3_backward: streams made and
-// dropped per call..." in test_backward_gpu.cpp), and so did it with only the main kernel's
-// launch programmatic, or only the postprocess's; with ordinary launches none did (20 of 20
-// runs). Not understood yet: by the launch rules (a dependent grid starts once every CTA of
-// the one before has triggered or ended) and in-order dispatch, each wait in the three kernels
-// is for CTAs that have started. Off, the backward measured 0.986x of v81's in one process
-// (bf16, H200, 1k-16k; 0.964x at d128 1k-2k, where the persistent picks lose the
-// postprocess's early start): docs/perf-history.md v82. v83: with every tile of the ordered
-// adds drawn (bwd_draw_tile), programmatic launches still failed that test: the handle's-pool
-// section hung (CUDA_DEVICE_MAX_CONNECTIONS=1), and the caller-workspace sections hit illegal
-// addresses (8 and 32 connections) that the test's own race may explain (its poison fill, on
-// the legacy stream, was not awaited then); with ordinary launches 6 of 6 processes passed.
+// never finished; the tests "fa3_backward: streams made and dropped per call..." and "...
+// streams per call..." in test_backward_gpu.cpp). Off, the backward measured 0.986x of v81's
+// in one process (bf16, H200, 1k-16k; 0.964x at d128 1k-2k, where the persistent picks lost
+// the postprocess's early start, out of the kernels since v84): docs/perf-history.md v82.
+// The hang is not fa3's kernels' (v85; lab/pdl_repro, docs/perf-history.md v85): kernels that
+// do nothing but wait reproduce it on an H200 (driver 580.159.04), 40 streams each with a
+// preprocess that says griddepcontrol.launch_dependents at its start and a main kernel
+// launched programmatically after it, with one CTA an SM (the whole register file; 132 CTAs)
+// that waits in griddepcontrol.wait. Each of 8 such runs hung in its first two rounds of 40
+// calls: with or without allocations between the calls, with the postprocess launched
+// programmatically too or not, and with the main kernel's own trigger at its start, its end or
+// nowhere. With the postprocess's programmatic launch alone, or with the preprocess not
+// triggering early, 10 rounds passed (one run each). With fa3's kernels the hang is
+// the same: the GPU wedged, a memset on another stream not run in 5 s, even the one-tile d128
+// kernel whose CTAs never wait for each other. That no launch rule explains it (every
+// dependent grid waits only for grids whose CTAs have all started) is why it stays off, not
+// only the edge that hangs.
 constexpr bool kBackwardProgrammaticLaunch = false;
 
 // A backward call ready to launch but for its workspace.
