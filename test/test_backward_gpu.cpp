@@ -1292,10 +1292,10 @@ TEST_CASE("fa3_backward: threads and streams at once, each with the handle's wor
   }
 }
 
-// For a hang's report: whether the GPU still runs work of its own stream beside the unfinished
-// calls (a 64 MiB memset on a new stream, given 5 s). If it does, SMs are free and the calls
-// wait for something other than room to run. Nothing is freed: cudaFree would wait for the
-// hung calls.
+// For a hang's report: whether the GPU still runs other work, on a stream of its own, beside
+// the unfinished calls (a 64 MiB memset on a new stream, given 5 s). If it does, SMs are free
+// and the calls wait for something other than room to run. Nothing is freed: cudaFree would
+// wait for the hung calls.
 static std::string other_work_runs() {
   constexpr size_t kBytes = size_t{64} << 20;
   void* buffer = nullptr;

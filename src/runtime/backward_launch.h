@@ -40,11 +40,12 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // (each scheduled while the kernel before it finishes, waiting in the kernel for what that
 // one wrote). Off since v82: with it, 40 calls on 40 streams at once hung the GPU (calls that
 // never finished; the tests "fa3_backward: streams made and dropped per call..." and "...
-// streams per call..." in test_backward_gpu.cpp). Off, the backward measured 0.986x of v81's
+// streams per call..." in test_backward_gpu.cpp); with ordinary launches they pass (v82: 20 of
+// 20 runs; v83-v85: 22 of 22 processes). Off, the backward measured 0.986x of v81's
 // in one process (bf16, H200, 1k-16k; 0.964x at d128 1k-2k, where the persistent picks lost
 // the postprocess's early start, out of the kernels since v84): docs/perf-history.md v82.
-// The hang is not fa3's kernels' (v85; lab/pdl_repro, docs/perf-history.md v85): kernels that
-// do nothing but wait reproduce it on an H200 (driver 580.159.04), 40 streams each with a
+// The hang does not need fa3's kernels (v85; lab/pdl_repro, docs/perf-history.md v85): kernels
+// that do nothing but wait reproduce it on an H200 (driver 580.159.04), 40 streams each with a
 // preprocess that says griddepcontrol.launch_dependents at its start and a main kernel
 // launched programmatically after it, with one CTA an SM (the whole register file; 132 CTAs)
 // that waits in griddepcontrol.wait. Each of 8 such runs hung in its first two rounds of 40
