@@ -1,9 +1,11 @@
 // v85: does programmatic dependent launch hang the GPU with nothing of fa3 in it?
 // The backward's launch pattern with kernels that only wait: per call a new non-blocking
 // stream, a preprocess (ordinary launch, griddepcontrol.launch_dependents at its start), a main
-// kernel (launch_dependents at its start, then griddepcontrol.wait; one CTA an SM by its shared
-// memory) and a postprocess (griddepcontrol.wait first), the last two by programmatic dependent
-// launch as chosen; an event after each call; the stream dropped. STREAMS calls without waiting,
+// kernel (launch_dependents at its start, setmaxnreg, then griddepcontrol.wait; one CTA an SM
+// by its shared memory and its registers, the whole register file) and a postprocess
+// (griddepcontrol.wait first), the last two by programmatic dependent launch as chosen; an
+// event after each call; the stream dropped. (docs/runs/2026-11-29-v85/h200_2 ran a first form
+// without setmaxnreg: 10 registers, other CTAs beside a main one; it never hung.) STREAMS calls without waiting,
 // ROUNDS times; each round's calls waited for at most 60 s (then: the unfinished calls, exit 2).
 //   nvcc -std=c++17 -O2 -gencode=arch=compute_90a,code=sm_90a -o build/pdl_repro lab/pdl_repro/pdl_repro.cu
 //   build/pdl_repro PDL(none|main|post|both) [STREAMS=40] [ROUNDS=10] [MAIN_CTAS=32] [ALLOC_MIB=0]
