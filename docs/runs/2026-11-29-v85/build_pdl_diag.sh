@@ -1,7 +1,8 @@
 #!/bin/bash
-# v85: docs/runs/2026-11-28-v83/build_pdl_diag.sh for either build tree: programmatic
-# dependent launch back on (kBackwardProgrammaticLaunch = true in a copy of backward_launch.h)
-# in $B/diag/PDL/{backward_launch.o,libfa3.a,libfa3.so,fa3_tests}, everything else $B's.
+# v85: v83's diagnostic build (docs/runs/2026-11-28-v83/build_pdl_diag.sh, which now runs this
+# one with B=build) for either build tree: programmatic dependent launch back on
+# (kBackwardProgrammaticLaunch = true in a copy of backward_launch.h) in
+# $B/diag/PDL/{backward_launch.o,libfa3.a,libfa3.so,fa3_tests}, everything else $B's.
 # B=build (after `make`) or B=build-debug (after `make DEBUG=1 build-debug/fa3_tests`: kernels
 # whose mbarrier and counter waits trap with a message after ~2^34 cycles). From the repository
 # root.
