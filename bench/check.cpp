@@ -54,14 +54,19 @@ std::vector<RowIndex> sample_rows(const Problem& p) {
   if (p.query_rows() <= kCheckAllRowsUpTo) return all_rows(p);
   std::vector<RowIndex> rows;
   uint64_t state = 0x5eed;
+  // The boundary samples' (batch, head) pairs: a pair each 8 samples, evenly spaced over all
+  // of them, so that they repeat none and reach the last heads too. The sample's number, not
+  // its position, says which samples these are: at seqlen_q 1 or 2 every position is a first
+  // or a last row, and the random pairs must stay random there.
+  const int64_t pairs = p.batch * p.heads;
+  const int64_t pair_stride = std::max<int64_t>(1, pairs / (kSampledRows / 8));
   for (int64_t k = 0; k < kSampledRows; ++k) {
     const int64_t position = sampled_position(k, p.seqlen_q);
     int64_t b, h;
-    if (position == 0 || position == p.seqlen_q - 1) {
-      // Boundary rows walk the (batch, head) pairs in order, so they do not repeat one.
-      const int64_t pair = k / 8;
+    if (k % 8 < 2) {
+      const int64_t pair = (k / 8) * pair_stride % pairs;
       b = pair % p.batch;
-      h = (pair / p.batch) % p.heads;
+      h = pair / p.batch;
     } else {
       b = static_cast<int64_t>(next_random(state) % static_cast<uint64_t>(p.batch));
       h = static_cast<int64_t>(next_random(state) % static_cast<uint64_t>(p.heads));

@@ -21,9 +21,9 @@ constexpr int64_t kCheckAllRowsUpTo = 4096;  // B*H*Sq up to this: every row is 
 constexpr int64_t kSampledRows = 512;        // otherwise this many, spread out
 
 // Every query row when batch*heads*seqlen_q <= kCheckAllRowsUpTo, else kSampledRows rows:
-// one in four is the first or the last row of a sequence (over the (batch, head) pairs in
-// order), the rest sit at positions spread evenly over the sequence in pseudo-random
-// (batch, head) pairs. Sorted, no duplicates (so a little under kSampledRows).
+// one in four is the first or the last row of a sequence (in (batch, head) pairs spread
+// evenly over all of them), the rest sit at positions spread evenly over the sequence in
+// pseudo-random (batch, head) pairs. Sorted, no duplicates (so a little under kSampledRows).
 std::vector<RowIndex> sample_rows(const Problem& p);
 
 fa3test::AttentionShape attention_shape(const Problem& p);

@@ -59,8 +59,9 @@ struct OptionSpec {
 
 // Applies argv[1..] to `o` through `specs` (-h is --help) and records each option given in
 // *given. Returns true when --help was asked for (nothing after it is read). Unknown options,
-// missing or unexpected values and, when reject_repeats, an option given twice are
-// ArgumentErrors naming `program`'s --help.
+// missing or unexpected values (a separate value that begins with "--": only --name=value
+// takes one) and, when reject_repeats, an option given twice are ArgumentErrors naming
+// `program`'s --help.
 template <typename Options>
 bool apply_arguments(int argc, const char* const* argv,
                      const std::vector<OptionSpec<Options>>& specs, const std::string& program,
@@ -82,9 +83,17 @@ bool apply_arguments(int argc, const char* const* argv,
     if (reject_repeats && given->count(arg)) fail(arg + " is given twice; give it once.");
     std::string value;
     if (spec->value_name) {
-      if (inline_value) value = *inline_value;
-      else if (i + 1 < argc) value = argv[++i];
-      else fail(arg + " needs a value (" + spec->value_name + ").");
+      if (inline_value) {
+        value = *inline_value;
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+        // "--csv --check" is a forgotten value, not a file named --check.
+        if (value.rfind("--", 0) == 0)
+          fail(arg + " needs a value (" + spec->value_name + "), not the option '" + value +
+               "'; write " + arg + "=" + value + " for a value that begins with '--'.");
+      } else {
+        fail(arg + " needs a value (" + spec->value_name + ").");
+      }
     } else if (inline_value) {
       fail(arg + " is a flag and takes no value, got '" + *inline_value + "'.");
     }

@@ -166,7 +166,8 @@ std::string direction_description(const Options& o) {
   switch (o.direction) {
     case Direction::Fwd:
       return "fwd: fa3_forward without the LSE (inference); TFLOPS = 4*B*H*Sq*Sk*D / time, "
-             "halved for causal";
+             "halved for causal (causal with Sq != Sk: the unmasked (i, j) pairs counted "
+             "exactly)";
     case Direction::Bwd:
       return std::string("bwd: fa3_backward on one fa3_forward's O and LSE (random Q, K, V, dO), ") +
              (o.deterministic ? "deterministic" : "the faster reduction order") +

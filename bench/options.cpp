@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include "cli_values.h"
+#include "problems.h"
 
 #include <algorithm>
 #include <cctype>
@@ -98,9 +99,10 @@ const std::vector<OptionSpec>& option_specs() {
        [](Options& o, const std::string& v) {
          o.rounds = static_cast<int>(positive("--rounds", v));
        }},
-      {"--cooldown", "X", "after each row's timed launches the GPU idles X times as long as "
-                          "they took: kernels timed one after another then run at the clocks "
-                          "of a short benchmark, not at the power limit. Default: 0.",
+      {"--cooldown", "X", "after each row's timed launches (and the baseline's) the GPU idles "
+                          "X times as long as they took: kernels timed one after another then "
+                          "run at the clocks of a short benchmark, not at the power limit. "
+                          "Default: 0.",
        [](Options& o, const std::string& v) { o.cooldown = non_negative_number("--cooldown", v); }},
       {"--config", "NAME", "time this compiled kernel (fa3_forward_with_kernel) instead of the "
                            "tuning table's pick; problems it does not fit are skipped. "
@@ -188,6 +190,21 @@ void check_combinations(const Options& o) {
   }
 }
 
+// Tensors past 2^61 elements (2^62 bytes) fit no GPU, and their element counts, offsets and
+// row counts would overflow int64 in the host code (the reference, the row sampling, the
+// buffer sizes) before fa3's own checks ever saw the shape: refused here, as an argument.
+void check_sizes(const Options& o) {
+  const __int128 limit = static_cast<__int128>(1) << 61;
+  for (const Problem& p : build_problems(o)) {
+    const __int128 rows = static_cast<__int128>(p.batch) * p.heads;
+    const __int128 q = rows * p.seqlen_q * p.head_dim;
+    const __int128 kv = static_cast<__int128>(p.batch) * p.kv_heads * p.seqlen_k * p.head_dim;
+    if (q > limit || kv > limit)
+      fail("--batch x --heads x --seqlen x --hdim gives " + problem_label(p) +
+           " tensors of more than 2^61 elements, which no GPU holds; give smaller sizes.");
+  }
+}
+
 constexpr size_t kHelpIndent = 22, kHelpWidth = 92;
 
 std::string wrapped(const std::string& text) { return cli::wrap_help(text, kHelpIndent, kHelpWidth); }
@@ -243,6 +260,7 @@ ParseResult parse_options(int argc, const char* const* argv) {
     if (o.seqlen_q && !o.seqlen_k) o.seqlen_k = o.seqlen_q;
     if (o.seqlen_k && !o.seqlen_q) o.seqlen_q = o.seqlen_k;
     check_combinations(o);
+    check_sizes(o);
   } catch (const cli::ArgumentError& e) {
     result.status = 2;
     result.exit_now = true;

@@ -153,7 +153,7 @@ std::string join_padded(const std::vector<std::string>& texts, const std::vector
 
 std::string csv_field(const Cell& c) {
   if (!c.number && c.text == "-") return "";
-  std::string s = c.number ? format_number(c.integer ? "%.0f" : "%.9g", *c.number) : c.text;
+  std::string s = c.number ? format_number(c.integer ? "%.0f" : "%.17g", *c.number) : c.text;
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string quoted = "\"";
   for (char ch : s) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);

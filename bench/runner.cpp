@@ -271,8 +271,12 @@ BaselineResult Runner::measure_baseline(const Problem& p, const InputSets& in,
     o = check_output(p, in, *ref, [&] { return launch(0); }, nullptr, &check);
     if (o.ok) result.check = check;
   }
+  // The baseline's launches are the run's longest: the next problem's first row must not
+  // start right behind them either (--cooldown).
+  std::vector<double> samples;
   if (o.ok) o = timer_.measure(stream_, settings_.warmup, in.count, &in.next_call, launch,
-                                 &result.timing);
+                                 &result.timing, &samples);
+  if (o.ok) cool_down(samples);
   if (!o.ok) {
     if (o.fatal) *fatal = o;
     return {State::Failed, o.reason, {}, result.check};

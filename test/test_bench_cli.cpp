@@ -223,6 +223,22 @@ TEST_CASE("each argument error is one sentence and exit status 2", "[cpu][bench]
   expect_argument_error({"--ablation", "--hdim", "64"}, "--ablation");
   expect_argument_error({"--ablation", "--config", "x"}, "--config");
   expect_argument_error({"--csv"}, "--csv");
+  // A separate value that begins with "--" is a forgotten one: the option after it would
+  // otherwise be swallowed as a file name.
+  expect_argument_error({"--csv", "--check"}, "--check");
+  expect_argument_error({"--json", "--deterministic"}, "--json");
+  expect_argument_error({"--table", "--all-configs"}, "--table=--all-configs");
+  CHECK(parse_ok({"--csv=--odd.csv"}).csv_path == "--odd.csv");
+  // Sizes whose products overflow int64 (Q: 2^30 x 2^30 x 1 x 64 = 2^66 elements).
+  expect_argument_error({"--batch", "1073741824", "--heads", "1073741824", "--seqlen", "1",
+                         "--hdim", "64"},
+                        "--batch");
+  expect_argument_error({"--batch", "2000000000", "--heads", "1", "--seqlen-q", "1",
+                         "--seqlen-k", "1000000000", "--hdim", "256"},
+                        "2^61");  // K and V: 2^69 elements
+  // 2^55 elements: no GPU holds it, but nothing overflows (fa3 and the allocator say no).
+  CHECK(*parse_ok({"--batch", "65535", "--heads", "65535", "--seqlen", "16k", "--hdim", "256"})
+             .batch == 65535);
 }
 
 TEST_CASE("--config must name a compiled kernel", "[cpu][bench]") {
@@ -481,6 +497,27 @@ TEST_CASE("--check samples every row of small problems, 512 spread rows of large
   Problem one_long;  // B*H = 1: the rows are spread over positions only
   one_long.seqlen_q = one_long.seqlen_k = 100000;
   CHECK(sample_rows(one_long).size() > 350);  // the boundary rows coincide
+
+  // Decoding shapes: every position is a sequence's first or last row, and the rows must
+  // still reach every head and far more than 64 batches (they once took heads 0 only).
+  for (int64_t seqlen_q : {1, 2}) {
+    Problem decode;
+    decode.batch = 16384;
+    decode.heads = 32;
+    decode.kv_heads = 8;
+    decode.seqlen_q = seqlen_q;
+    decode.seqlen_k = 16384;
+    std::set<int64_t> decode_batches, decode_heads;
+    for (const RowIndex& r : sample_rows(decode)) {
+      CHECK(r.batch < decode.batch);
+      CHECK(r.head < decode.heads);
+      CHECK(r.row < seqlen_q);
+      decode_batches.insert(r.batch);
+      decode_heads.insert(r.head);
+    }
+    CHECK(decode_heads.size() == 32);
+    CHECK(decode_batches.size() > 300);
+  }
 }
 
 TEST_CASE("error measure and rule", "[cpu][bench]") {
@@ -911,8 +948,23 @@ TEST_CASE("table, CSV and JSON carry the same columns", "[cpu][bench]") {
   std::getline(csv, header);
   CHECK(std::count(header.begin(), header.end(), ',') + 1 == static_cast<long>(columns.size()));
   int lines = 0;
-  for (std::string l; std::getline(csv, l);) ++lines;
+  std::string first_row;
+  for (std::string l; std::getline(csv, l);) {
+    if (++lines == 1) first_row = l;
+  }
   CHECK(lines == 3);
+  // The CSV's numbers are unrounded (docs/bench.md): TFLOPS reads back as the very double.
+  {
+    std::vector<std::string> names_in_csv, fields;
+    std::istringstream h(header), f(first_row);
+    for (std::string x; std::getline(h, x, ',');) names_in_csv.push_back(x);
+    for (std::string x; std::getline(f, x, ',');) fields.push_back(x);
+    const size_t at = static_cast<size_t>(
+        std::find(names_in_csv.begin(), names_in_csv.end(), "TFLOPS") - names_in_csv.begin());
+    REQUIRE(at < fields.size());
+    CHECK(std::stod(fields[at]) ==
+          tflops(direction_flops(ok.problem, ok.direction), ok.timing->median_ms));
+  }
 
   Header info = {{"gpu", "NVIDIA H100", std::nullopt}, {"sm_count", "132", 132.0}};
   const nlohmann::json doc = nlohmann::json::parse(json_document(info, layout, rows));

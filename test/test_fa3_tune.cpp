@@ -629,6 +629,7 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--bogus"}, "unknown option '--bogus'");
   expect_argument_error({"fa3_fwd"}, "unknown option 'fa3_fwd'");
   expect_argument_error({"--out"}, "--out needs a value");
+  expect_argument_error({"--out", "--quick"}, "--out needs a value (FILE), not the option '--quick'");
   expect_argument_error({"--out="}, "--out needs a file name");
   expect_argument_error({"--base", ""}, "--base needs a file name");
   expect_argument_error({"--dtype", "fp8"}, "--dtype must be a list of fp16");

@@ -16,6 +16,7 @@ its dtype, shape, contiguity and device are checked here.
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
@@ -150,7 +151,16 @@ def _params(causal: bool, softmax_scale: Optional[float],
     if softmax_scale is None:
         scale = 0.0  # the C API's "1/sqrt(head_dim)"
     else:
-        scale = float(softmax_scale)
+        try:
+            scale = float(softmax_scale)
+        except OverflowError:  # e.g. 10**400
+            raise ValueError(f"softmax_scale {softmax_scale!r} is too large for a float; the "
+                             f"C API takes a float32") from None
+        # A finite value past float32's range would reach C as inf, and its refusal would
+        # quote a value the caller never gave.
+        if math.isfinite(scale) and not math.isfinite(ctypes.c_float(scale).value):
+            raise ValueError(f"softmax_scale {softmax_scale!r} is past float32's range "
+                             f"(~3.4e38), the C API's type")
         # 0 would silently mean the default in C, and so would a value that float32 rounds to
         # 0 (below ~1.4e-45); other bad values are the library's to reject.
         if ctypes.c_float(scale).value == 0.0:
@@ -174,7 +184,11 @@ def _written(torch: Any, *tensors: Optional["torch.Tensor"]) -> None:
     """Tells autograd that the caller's outputs were written in place (their version
     counters, which views share with their base), so a backward that saved one of them
     raises instead of reading the new values."""
+    # torch.autograd.graph.increment_version is the public name (PyTorch 2.1 on); earlier
+    # versions have only the private function it calls.
     increment = getattr(torch.autograd.graph, "increment_version", None)
+    if increment is None:
+        increment = getattr(torch._C, "_increment_version", None)
     for tensor in tensors:
         if tensor is not None and increment is not None:
             increment(tensor)
@@ -233,9 +247,10 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
         q: (batch, seqlen_q, heads, head_dim), float16 or bfloat16, on a CUDA device.
         k, v: (batch, seqlen_k, heads_kv, head_dim), same dtype and device; heads must be a
             multiple of heads_kv (GQA/MQA: query head i reads K/V head i // (heads // heads_kv)).
-            Any strides with a contiguous last dimension work, e.g. views into one packed
-            (batch, seqlen, 3, heads, head_dim) tensor, or ``x.transpose(1, 2)`` of a
-            (batch, heads, seqlen, head_dim) tensor.
+            Any strides with a contiguous last dimension that the TMA copy engine can
+            address work (a 16-byte-aligned start, the other strides positive multiples of
+            16 bytes), e.g. views into one packed (batch, seqlen, 3, heads, head_dim)
+            tensor, or ``x.transpose(1, 2)`` of a (batch, heads, seqlen, head_dim) tensor.
         causal: mask keys after the query; when seqlen_q != seqlen_k the mask is bottom-right
             aligned (FlashAttention's rule): query i sees keys j <= i + seqlen_k - seqlen_q.
             Rows that see no key get O = 0 and LSE = -inf.

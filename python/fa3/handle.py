@@ -36,7 +36,9 @@ class Handle:
     one for the present GPU): pass it as ``handle=`` to fa3.forward, select_kernel, backward,
     backward_workspace_size and attention (or to a Binding's, for a handle of that Binding's
     library), or to ctypes calls of your own; or to check that a device can be used at all.
-    Close it (or leave the with-block) only once the work launched with it has finished.
+    Close it (or leave the with-block) only once the work launched with it has finished,
+    and keep it open (referenced) while a CUDA graph that captured a call with it may be
+    replayed: the graph holds its kernels and tile counters.
     ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
     device, otherwise the device's primary context (the one PyTorch uses).
 
@@ -76,6 +78,20 @@ class Handle:
         """fa3_destroy now; idempotent. Work already launched must have finished."""
         self._pointer = None
         self._finalizer()
+
+    # A copy would share the C handle and its finalizer: closing (or collecting) one would
+    # destroy the handle the other still passes to C. So a copy is the handle itself (a
+    # deep-copied model keeps using it), and pickling, which cannot carry a CUDA context's
+    # loaded kernels to another process, is refused.
+    def __copy__(self) -> "Handle":
+        return self
+
+    def __deepcopy__(self, memo: dict) -> "Handle":
+        return self
+
+    def __reduce__(self) -> object:
+        raise TypeError("an fa3.Handle cannot be pickled: it holds kernels loaded into this "
+                        "process's CUDA context; create a Handle in the other process")
 
     def __enter__(self) -> "Handle":
         return self
@@ -126,7 +142,9 @@ def handle_for_device(device: int, library: Optional[Library] = None) -> Handle:
 
 def close_cached_handles() -> None:
     """Destroys every cached handle, of every loaded library (runs at exit; safe to call any
-    time no fa3 work is in flight - the next call creates fresh handles)."""
+    time no fa3 work is in flight and no CUDA graph that captured an fa3 call with a cached
+    handle will be replayed - such a graph holds the handle's kernels and tile counters; the
+    next call creates fresh handles)."""
     with _handles_lock:
         handles = list(_handles.values())
         _handles.clear()

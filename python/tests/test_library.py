@@ -12,6 +12,7 @@ import json
 import pickle
 import re
 import shutil
+import weakref
 from pathlib import Path
 from typing import Any, Optional
 
@@ -174,6 +175,11 @@ def test_every_place_that_builds_params_sets_every_field() -> None:
         with pytest.raises(ValueError, match="softmax_scale"):
             api._params(False, tiny)
     assert api._params(False, 1e-44).softmax_scale > 0  # a float32 subnormal: a real scale
+    # A finite scale past float32's range would reach C as inf: refused here, by name.
+    for huge in (1e39, -1e39, 10**400):
+        with pytest.raises(ValueError, match="softmax_scale"):
+            api._params(False, huge)
+    assert api._params(False, 3.0e38).softmax_scale == pytest.approx(3.0e38)
     # Fa3Params is built in api._params only (one place to keep in step with the header).
     source = Path(api.__file__).read_text()
     assert source.count("Fa3Params(") == 1, "build fa3_params through api._params"
@@ -453,6 +459,24 @@ def test_creating_a_handle_without_a_driver_raises_no_driver(library: str) -> No
     assert error.function == "fa3_create"
     assert error.detail, "fa3_last_error() should explain the failure"
     assert "FA3_ERR_NO_DRIVER" in str(error) and error.detail in str(error)
+
+
+def test_a_handle_copies_as_itself_and_is_not_pickled() -> None:
+    """A copy sharing the C pointer and the finalizer would let closing one destroy the
+    handle the other still passes to C: copies are the handle itself, pickling refused."""
+    import copy
+    from fa3.handle import Handle
+    destroyed = []
+    handle = Handle.__new__(Handle)  # no driver here: the C handle is a stand-in pointer
+    handle.device, handle.tuning_table, handle._pointer = 0, None, 0xdead
+    handle._finalizer = weakref.finalize(handle, destroyed.append, 0xdead)
+    assert copy.copy(handle) is handle
+    holder = {"model": [handle]}
+    assert copy.deepcopy(holder)["model"][0] is handle
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(handle)
+    handle.close()
+    assert destroyed == [0xdead] and handle.closed
 
 
 def test_fa3_error_message_carries_status_and_sentence() -> None:
