@@ -194,16 +194,11 @@ PlainRowStats plain_row_stats(const AttentionShape& s, const float* q, const flo
     st.max_score = std::max(st.max_score, scores[static_cast<size_t>(j)]);
   }
   for (int64_t j = 0; j < n; ++j) st.sum += std::exp(scores[static_cast<size_t>(j)] - st.max_score);
-  // D as softmax's backward computes it from what the forward kept: sum_j P_ij dP_ij over
-  // the 16-bit P and dP, in fp32 (not rowsum(dO * O), FlashAttention's form: where a row sees
-  // one key, P = 1 and this D is dP exactly, so dS = 0, as the truth is).
+  std::vector<float> o(static_cast<size_t>(d));
+  float lse;
+  plain_row(s, q, k, v, b, h, i, is_bf16, o.data(), &lse);
   const float* doi = row_of(dout, s.seqlen_q, s.heads, d, b, i, h);
-  for (int64_t j = 0; j < n; ++j) {
-    const float* vj = row_of(v, s.seqlen_k, s.heads_kv, d, b, j, hk);
-    const float p = round_to_16bit(std::exp(scores[static_cast<size_t>(j)] - st.max_score) / st.sum,
-                                   is_bf16);
-    st.delta += p * round_to_16bit(dot32(doi, vj, d), is_bf16);
-  }
+  st.delta = dot32(doi, o.data(), d);
   return st;
 }
 

@@ -68,8 +68,11 @@ void reference_dkv_row(const AttentionShape& s, const float* q, const float* k, 
 // The plain same-precision backward, as a framework computes it in the input dtype: the
 // forward of plain_row (S rounded to 16 bits, softmax in fp32, P rounded to 16 bits, O = PV in
 // fp32 rounded to 16 bits), then dP = dO V^T accumulated in fp32 and rounded to 16 bits,
-// D = sum_j P_ij dP_ij in fp32 over the 16-bit P and dP (softmax's backward), dS = P (dP - D)
-// in fp32 rounded to 16 bits,
+// D = rowsum(dO * O) in fp32 over the 16-bit O (FlashAttention's form; a framework's softmax
+// backward computes sum_j P dP over the 16-bit P and dP, exact where a row sees one key, so
+// that the rule's bound there would be its 1e-5 alone, below the fp32 rounding a correct
+// kernel's dK sums over a thousand rows: 1.2e-5 to 7.5e-5 at seqlen_k 1, docs/perf-history.md
+// v86), dS = P (dP - D) in fp32 rounded to 16 bits,
 // dQ = scale dS K, dK = scale dS^T Q and dV = P^T dO accumulated in fp32 and rounded to 16
 // bits. Under GQA each query head's dK and dV are rounded to 16 bits, then summed over the
 // group in fp32 and rounded again (the gradient of a K/V head repeated per query head).
