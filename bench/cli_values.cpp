@@ -56,6 +56,21 @@ int non_negative(const std::string& option, const std::string& value) {
   return static_cast<int>(*n);
 }
 
+int launch_count(const std::string& option, const std::string& value, bool allow_zero) {
+  const int64_t n = allow_zero ? non_negative(option, value) : positive(option, value);
+  if (n > kMaxLaunches)
+    fail(option + " must be at most " + std::to_string(kMaxLaunches) + " launches, got " +
+         value + ".");
+  return static_cast<int>(n);
+}
+
+int round_count(const std::string& option, const std::string& value) {
+  const int64_t n = positive(option, value);
+  if (n > kMaxRounds)
+    fail(option + " must be at most " + std::to_string(kMaxRounds) + " rounds, got " + value + ".");
+  return static_cast<int>(n);
+}
+
 double non_negative_number(const std::string& option, const std::string& value) {
   size_t used = 0;
   double x = -1;

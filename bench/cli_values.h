@@ -25,6 +25,11 @@ std::string lowercase(std::string s);
 std::optional<int64_t> parse_count(const std::string& text, bool allow_k);
 int64_t positive(const std::string& option, const std::string& value, bool allow_k = false);
 int non_negative(const std::string& option, const std::string& value);
+// Launch counts (--warmup, --iters) and rounds: within kMaxLaunches / kMaxRounds, so that a
+// typo such as --iters 2147483647 is an argument error, not billions of CUDA events.
+constexpr int64_t kMaxLaunches = 1000000, kMaxRounds = 1000;
+int launch_count(const std::string& option, const std::string& value, bool allow_zero);
+int round_count(const std::string& option, const std::string& value);
 // A decimal number from 0 to 1000 (a factor such as --cooldown).
 double non_negative_number(const std::string& option, const std::string& value);
 DType parse_dtype(const std::string& value);

@@ -24,6 +24,7 @@ const char* direction_label(Direction d) {
 namespace {
 
 using cli::fail;
+using cli::launch_count;
 using cli::lowercase;
 using cli::non_negative;
 using cli::non_negative_number;
@@ -32,6 +33,7 @@ using cli::parse_dtype;
 using cli::parse_head_dim;
 using cli::parse_list;
 using cli::positive;
+using cli::round_count;
 
 Direction parse_direction(const std::string& value) {
   const std::string v = lowercase(value);
@@ -87,18 +89,14 @@ const std::vector<OptionSpec>& option_specs() {
                                    "the backward twice and compares the bits).",
        [](Options& o, const std::string&) { o.deterministic = true; }},
       {"--warmup", "N", "untimed launches before the timed ones. Default: 10.",
-       [](Options& o, const std::string& v) { o.warmup = non_negative("--warmup", v); }},
+       [](Options& o, const std::string& v) { o.warmup = launch_count("--warmup", v, true); }},
       {"--iters", "N", "timed launches; the table shows their median, p10 and p90. Default: 30.",
-       [](Options& o, const std::string& v) {
-         o.iters = static_cast<int>(positive("--iters", v));
-       }},
+       [](Options& o, const std::string& v) { o.iters = launch_count("--iters", v, false); }},
       {"--rounds", "N", "time each row in N rounds, the rounds interleaved over the rows of a "
                         "problem (--all-configs, --ablation: its kernels); a row's median is "
                         "the median of its rounds' medians, so a slow moment of the GPU does "
                         "not decide between kernels. Default: 1.",
-       [](Options& o, const std::string& v) {
-         o.rounds = static_cast<int>(positive("--rounds", v));
-       }},
+       [](Options& o, const std::string& v) { o.rounds = round_count("--rounds", v); }},
       {"--cooldown", "X", "after each row's timed launches (and the baseline's) the GPU idles "
                           "X times as long as they took: kernels timed one after another then "
                           "run at the clocks of a short benchmark, not at the power limit. "

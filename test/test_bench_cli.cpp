@@ -206,6 +206,11 @@ TEST_CASE("each argument error is one sentence and exit status 2", "[cpu][bench]
   expect_argument_error({"--iters"}, "--iters");
   expect_argument_error({"--warmup", "-1"}, "--warmup");
   expect_argument_error({"--rounds", "0"}, "--rounds");
+  expect_argument_error({"--rounds", "1001"}, "--rounds");
+  expect_argument_error({"--iters", "2147483647"}, "--iters");
+  expect_argument_error({"--iters", "1000001"}, "--iters");
+  expect_argument_error({"--warmup", "1000001"}, "--warmup");
+  CHECK(parse_ok({"--iters", "1000000", "--warmup", "0", "--rounds", "1000"}).iters == 1000000);
   expect_argument_error({"--cooldown", "-1"}, "--cooldown");
   expect_argument_error({"--cooldown", "1x"}, "--cooldown");
   expect_argument_error({"--cooldown", "2000"}, "--cooldown");

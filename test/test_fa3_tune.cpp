@@ -629,6 +629,9 @@ TEST_CASE("tune: argument errors are one sentence and exit status 2", "[cpu][tun
   expect_argument_error({"--bogus"}, "unknown option '--bogus'");
   expect_argument_error({"fa3_fwd"}, "unknown option 'fa3_fwd'");
   expect_argument_error({"--out"}, "--out needs a value");
+  expect_argument_error({"--iters", "2000000"}, "--iters must be at most 1000000 launches");
+  expect_argument_error({"--warmup", "2000000"}, "--warmup must be at most 1000000 launches");
+  expect_argument_error({"--rounds", "5000"}, "--rounds must be at most 1000 rounds");
   expect_argument_error({"--out", "--quick"}, "--out needs a value (FILE), not the option '--quick'");
   expect_argument_error({"--out="}, "--out needs a file name");
   expect_argument_error({"--base", ""}, "--base needs a file name");

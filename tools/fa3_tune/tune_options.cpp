@@ -15,15 +15,13 @@ namespace fa3tune {
 namespace {
 
 using fa3bench::cli::fail;
+using fa3bench::cli::launch_count;
 using fa3bench::cli::non_negative;
 using fa3bench::cli::non_negative_number;
 using fa3bench::cli::parse_causal;
 using fa3bench::cli::parse_head_dim;
 using fa3bench::cli::parse_list;
-
-int positive(const std::string& option, const std::string& value) {
-  return static_cast<int>(fa3bench::cli::positive(option, value));
-}
+using fa3bench::cli::round_count;
 
 fa3::DType parse_dtype(const std::string& value) {
   return fa3bench::cli::parse_dtype(value) == fa3bench::DType::BF16 ? fa3::DType::BF16
@@ -78,15 +76,15 @@ const std::vector<OptionSpec>& option_specs() {
       {"--device", "N", "CUDA device ordinal. Default: 0.",
        [](TuneOptions& o, const std::string& v) { o.device = non_negative("--device", v); }},
       {"--warmup", "N", "untimed launches before the timed ones. Default: 10 (--quick: 3).",
-       [](TuneOptions& o, const std::string& v) { o.warmup = non_negative("--warmup", v); }},
+       [](TuneOptions& o, const std::string& v) { o.warmup = launch_count("--warmup", v, true); }},
       {"--iters", "N", "timed launches per kernel and problem; the median decides. Default: 30 "
                        "(--quick: 10).",
-       [](TuneOptions& o, const std::string& v) { o.iters = positive("--iters", v); }},
+       [](TuneOptions& o, const std::string& v) { o.iters = launch_count("--iters", v, false); }},
       {"--rounds", "N", "timing rounds: every kernel of a bucket is timed (warm-up and --iters "
                         "launches) once per round, the rounds interleaved over the kernels, and "
                         "its figure is the median of its rounds' medians, so a slow moment of "
                         "the GPU does not decide a pick. Default: 3 (--quick: 1).",
-       [](TuneOptions& o, const std::string& v) { o.rounds = positive("--rounds", v); }},
+       [](TuneOptions& o, const std::string& v) { o.rounds = round_count("--rounds", v); }},
       {"--cooldown", "X", "after each kernel's timed launches the GPU idles X times as long as "
                           "they took, so a run of minutes is measured at the clocks a short "
                           "benchmark sees, not at the power limit (0: back to back). Default: 1.",
