@@ -54,8 +54,8 @@ PTXAS_CHECK := tools/check_ptxas.sh --report-only
 else
 PTXAS_CHECK := tools/check_ptxas.sh
 endif
-KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/kernels/*.cuh src/kernels/*.h \
-                              src/kernels/fwd/*.cuh src/kernels/lab/*.cuh)
+KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/tile/*.h src/kernels/*.cuh \
+                              src/kernels/*.h src/kernels/fwd/*.cuh src/kernels/lab/*.cuh)
 
 CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS) $(BWD_KERNELS))
 
@@ -160,7 +160,9 @@ all: $(PROGRAMS)
 
 # The lab library and tools (build/lab/fa3-tune, fa3-bench --all-configs, fa3-sass --lib
 # build/lab/libfa3.so): every kernel of kernels.mk.
-lab:
+# The production cubins first: with `make all lab` the two makes would otherwise compile the
+# same cubins (and write their ptxas logs) at once.
+lab: $(CUBINS) | $(BUILD)/.deps-ok
 	$(MAKE) KERNEL_SET=lab BUILD=$(BUILD)/lab CUBIN_DIR=$(BUILD)/cubin all
 
 deps: $(BUILD)/.deps-ok
@@ -180,8 +182,12 @@ bench: all
 	$(BUILD)/fa3-bench --dtype bf16 --hdim 128 --causal 0 --seqlen 8192 --batch 2 --heads 16 --check
 
 # ptx/wgmma_mma.cuh is committed (a build needs no Python); it must be what its script writes.
-check-generated:
-	@python3 tools/gen_wgmma.py | diff -q - ptx/wgmma_mma.cuh >/dev/null || \
+# (After the dependencies: they bring python3; a failing script is its own error.)
+check-generated: | $(BUILD)/.deps-ok
+	@mkdir -p $(BUILD)/gen
+	@python3 tools/gen_wgmma.py > $(BUILD)/gen/wgmma_mma.cuh || \
+	  { echo "tools/gen_wgmma.py failed" >&2; exit 1; }
+	@cmp -s $(BUILD)/gen/wgmma_mma.cuh ptx/wgmma_mma.cuh || \
 	  { echo "ptx/wgmma_mma.cuh differs from tools/gen_wgmma.py's output: run tools/gen_wgmma.py > ptx/wgmma_mma.cuh" >&2; exit 1; }
 
 sanitize: all
@@ -191,3 +197,4 @@ clean:
 	rm -rf $(BUILD)
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+-include $(BUILD)/libfakecuda.d

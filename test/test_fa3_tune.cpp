@@ -514,6 +514,9 @@ TEST_CASE("tune: info values", "[cpu][tune]") {
   CHECK(generated_by(1, argv) == "fa3-tune");
   const char* odd[] = {"fa3-tune", "--out", "t\xff\n.json"};
   CHECK(generated_by(3, odd) == "fa3-tune --out t??.json");
+  // A --base path in the notes: a byte that is not UTF-8 would make the table's JSON text
+  // throw at the end of the run.
+  CHECK(printable_ascii("--base /tmp/t\xe9st.json (gpu H200)") == "--base /tmp/t?st.json (gpu H200)");
 }
 
 // ---- the report ---------------------------------------------------------------------------

@@ -56,7 +56,8 @@
 #       profiled for each system in $PROFILE_SYSTEMS (default fa3 cudnn) through
 #       bench/profile_call.py: the kernels a call launches, then the attention kernel's
 #       sections, $OUT/raw_<system>.csv.gz (every metric) and source_<system>.csv.gz (SASS)
-# Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last.
+# Logs go to $OUT (or ./gpu-out) as <step>.log; a summary line per step is printed last. The
+# exit status is 1 when a step failed (its rc is in the summary), else 0.
 set -u
 export OUT=${OUT:-gpu-out}  # also for the steps that run in a bash -c of their own
 mkdir -p "$OUT"
@@ -66,8 +67,10 @@ steps=("$@")
 [ ${#steps[@]} -gt 0 ] || steps=(info tests bench)
 summary=()
 
-# The carried build/ is authoritative: make must not try to rebuild it here (no catch2).
-find build -exec touch {} + 2>/dev/null
+# The carried build/ is authoritative: make must not try to rebuild it here (no catch2). One
+# time stamp for all: touched one by one, a target could end up older than its inputs.
+now=$(date +%s.%N)
+find build -exec touch -d "@$now" {} + 2>/dev/null
 
 # fa3-bench's problem options for one kernel name: its dtype, head dim and causal flag.
 kernel_args() {
@@ -84,9 +87,17 @@ run_step() {  # name timeout command...
   local start=$SECONDS
   timeout --signal=KILL "$limit" "$@" > "$OUT/$name.log" 2>&1
   local rc=$?
+  # fa3_tests passes with every [gpu] test skipped when the driver is unusable (its first
+  # line says so): on the GPU machine that is a failure.
+  if [ $rc -eq 0 ] && grep -q "skipping every \[gpu\] test" "$OUT/$name.log"; then
+    echo "$name: every [gpu] test was skipped" >> "$OUT/$name.log"
+    rc=1
+  fi
   tail -n 25 "$OUT/$name.log"
   summary+=("$name: rc=$rc ($((SECONDS - start)) s)")
+  [ $rc -eq 0 ] || failed=1
 }
+failed=0
 
 for step in "${steps[@]}"; do
   case $step in
@@ -239,3 +250,4 @@ for step in "${steps[@]}"; do
 done
 echo "=== summary"
 printf '%s\n' "${summary[@]}"
+exit $failed

@@ -6,7 +6,8 @@
 # gpu_run_header FILE...: the carried build's files made newer than their sources (so that
 # nothing rebuilds), the GPU and driver, then each FILE's md5, in $OUT/gpu.txt.
 gpu_run_header() {
-  find build .prev -exec touch {} + 2>/dev/null
+  local now; now=$(date +%s.%N)  # one time stamp for all (one by one, a target could
+  find build .prev -exec touch -d "@$now" {} + 2>/dev/null  # end up older than its inputs)
   nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
   md5sum "$@" | tee -a "$OUT/gpu.txt"
 }

@@ -187,12 +187,18 @@ BucketResult measure_bucket(const RunProblem& run,
   return r;
 }
 
-// "--base t.json (gpu NVIDIA H100 80GB HBM3, date 2026-11-22)": where kept entries come from.
-std::string base_description(const std::string& path, const fa3::TuningTable& base) {
+// "--base t.json (gpu NVIDIA H100 80GB HBM3, date 2026-11-22)": where kept entries come from,
+// the base's provenance of the run's direction (a backward run's: bwd_gpu, bwd_date). In
+// printable ASCII: the path goes into the table's notes, a JSON string.
+std::string base_description(const std::string& path, const fa3::TuningTable& base,
+                             fa3::Direction direction) {
+  const std::string prefix = direction == fa3::Direction::Backward ? "bwd_" : "";
   std::string details;
-  for (const auto& [key, value] : base.info())
-    if (key == "gpu" || key == "date") details += (details.empty() ? "" : ", ") + key + " " + value;
-  return "--base " + path + (details.empty() ? "" : " (" + details + ")");
+  for (const char* field : {"gpu", "date"})
+    for (const auto& [key, value] : base.info())
+      if (key == prefix + field)
+        details += (details.empty() ? "" : ", ") + std::string(field) + " " + value;
+  return printable_ascii("--base " + path + (details.empty() ? "" : " (" + details + ")"));
 }
 
 // Everything that needs the GPU; returns the exit status.
@@ -306,7 +312,7 @@ int tune_on_gpu(const TuneOptions& o, const fa3::TuningTable& builtin,
       summary.buckets = buckets;
       summary.kept_keys = unmeasured_keys(measured, o.direction);
       summary.direction = o.direction;
-      if (!o.base_path.empty()) summary.kept_from = base_description(o.base_path, base);
+      if (!o.base_path.empty()) summary.kept_from = base_description(o.base_path, base, o.direction);
       TableInfo info;
       info.gpu = gpu.device.name;
       info.date = utc_date(std::time(nullptr));

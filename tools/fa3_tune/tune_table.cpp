@@ -223,13 +223,16 @@ std::string utc_date(std::time_t t) {
   return text;
 }
 
-std::string generated_by(int argc, const char* const* argv) {
-  std::string s = "fa3-tune";
-  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
-  // JSON strings must be valid UTF-8 (nlohmann throws otherwise): keep printable ASCII.
+std::string printable_ascii(std::string s) {
   for (char& c : s)
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
   return s;
+}
+
+std::string generated_by(int argc, const char* const* argv) {
+  std::string s = "fa3-tune";
+  for (int i = 1; i < argc; ++i) s += std::string(" ") + argv[i];
+  return printable_ascii(s);
 }
 
 }  // namespace fa3tune

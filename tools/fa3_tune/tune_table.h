@@ -74,5 +74,8 @@ std::string utc_date(std::time_t t);
 // (without the build path a user happened to run it by); bytes outside printable ASCII
 // become '?', so the JSON text stays valid UTF-8.
 std::string generated_by(int argc, const char* const* argv);
+// s with every byte outside printable ASCII replaced by '?': JSON strings must be valid
+// UTF-8 (nlohmann's dump throws otherwise), and a command line or a path need not be.
+std::string printable_ascii(std::string s);
 
 }  // namespace fa3tune
