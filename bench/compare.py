@@ -66,6 +66,8 @@ Method, the same for every system:
   the calls of every round are reported.
 - a backend that cannot run a shape (PyTorch's reason, e.g. a head dim) is a cell with
   that reason, not a crash.
+- exit status: 1 when a cell of fa3's own systems (this build's, the previous build's, any
+  mode) is WRONG, 2 on an argument error, else 0.
 
     python3 bench/compare.py                       # the whole grid, bf16
     python3 bench/compare.py --quick --dtype fp16  # seqlens 1k/4k/16k, fewer iterations
@@ -646,12 +648,14 @@ def hold_gpu(seconds: float) -> None:
 def time_calls(step: Callable[[int], Any], iters: int, warmup: int,
                context: Callable[[], ContextManager[Any]] = contextlib.nullcontext
                ) -> list[float]:
-    """Milliseconds of each of `iters` calls step(warmup + i), each between two CUDA events,
-    after step(0), ..., step(warmup - 1) untimed (the callers' steps use input set n mod the
-    number of sets)."""
+    """Milliseconds of each of `iters` calls step(first + i), each between two CUDA events,
+    after step(0), ..., step(first - 1) untimed, first = max(1, warmup): one untimed call
+    at least (the host's time per call), and the timed ones on the sets after it (the
+    callers' steps use input set n mod the number of sets), not on one it left in L2."""
+    warmup = max(1, warmup)
     with context():
         host_seconds = []
-        for i in range(max(1, warmup)):
+        for i in range(warmup):
             started = time.perf_counter()
             step(i)
             host_seconds.append(time.perf_counter() - started)
@@ -738,10 +742,18 @@ class Cell:
         return self.shape.flops / (milliseconds * 1e-3) / 1e12 if milliseconds > 0 else math.nan
 
 
-def round_shares(iters: int, rounds: int) -> list[int]:
-    """iters timed calls split over the rounds as evenly as they go (no empty round)."""
+def round_shares(iters: int, rounds: int, systems: int = 1) -> list[int]:
+    """The calls of each of a shape's timed rounds: the same number in every round, iters /
+    rounds rounded up (a longer round would give the system that opens it more calls in
+    first place); and with at least as many rounds as `systems` (those timed in the shape),
+    the rounds rounded up to a multiple of them, so that each takes each place equally often
+    in the cell even when the check, a backend or a missing anchor left one out. Fewer rounds
+    than systems rotate their first place over the grid instead (round_orders' start)."""
     rounds = max(1, min(rounds, iters))
-    return [iters // rounds + (1 if r < iters % rounds else 0) for r in range(rounds)]
+    per_round = -(-iters // rounds)
+    if systems > 1 and rounds >= systems:
+        rounds = -(-rounds // systems) * systems
+    return [per_round] * rounds
 
 
 def rotated(items: list, shift: int) -> list:
@@ -776,10 +788,10 @@ def measure_shape(shape: Shape, systems: list[System], dtype_name: str,
     check_outputs(cells, sets[0], references, plain, dout)
     del references
     prepared: dict[str, list[Forward]] = {}  # bwd: each system's forwards, across rounds
-    shares = round_shares(iters, rounds)
     # The rotation is over the systems that passed the check: with one left out, a rotation
     # over every system would put some of the others first more often than the rest.
     timed = [cell for cell in cells if cell.status == "ok"]
+    shares = round_shares(iters, rounds, len(timed))
     for share, order in zip(shares, round_orders(len(timed), len(shares), start)):
         for cell in (timed[index] for index in order):
             if cell.status != "ok":  # unavailable since an earlier round
@@ -879,8 +891,8 @@ def estimate_seconds(shapes: Sequence[Shape], dtypes: int, systems: int, iters: 
     system, its checked call, each round's hold and overhead, and its calls at
     ESTIMATE_TFLOPS of the shape's direction; bwd adds the untimed forwards (the check's
     and one per input set) at the forward's rate."""
-    shares = round_shares(iters, rounds)
-    calls = 1 + len(shares) * max(1, warmup) + iters
+    shares = round_shares(iters, rounds, systems)
+    calls = 1 + len(shares) * max(1, warmup) + sum(shares)
     per_system_rounds = sum(hold_seconds(share, ESTIMATE_HOST_CALL_SECONDS)
                             + ESTIMATE_ROUND_SECONDS for share in shares)
     total = ESTIMATE_STARTUP_SECONDS
@@ -1487,7 +1499,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             draw_figure(per_dtype_path(args.png, dtype_name, len(by_dtype) > 1), all_cells,
                         systems, args.hdims, [bool(c) for c in args.causal], title)
     print(f"took {time.monotonic() - started:.0f} s (estimate {estimate:.0f} s)")
-    return 0
+    return exit_status(measured)
+
+
+def exit_status(measured: Sequence[Sequence[Cell]]) -> int:
+    """1 when a cell of fa3's own systems (this build's or the previous build's, any mode)
+    is WRONG, else 0: the other systems are yardsticks, whose failures the tables show."""
+    wrong = [f"{cell.system.key} {cell.shape.config} {cell.shape.seqlen}"
+             for cells in measured for cell in cells
+             if cell.status == "wrong" and cell.system.key.startswith("fa3")
+             and cell.system.key != "fa3-public"]
+    if wrong:
+        print(f"compare.py: WRONG: {', '.join(wrong)}", file=sys.stderr)
+    return 1 if wrong else 0
 
 
 def write_tables(directory: Path, all_cells: list[list[Cell]], gpu: str, dtype_name: str,

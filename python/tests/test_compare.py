@@ -149,8 +149,22 @@ def test_the_first_place_goes_round_over_the_shapes(compare: ModuleType) -> None
 
 def test_round_shares_split_the_calls(compare: ModuleType) -> None:
     assert compare.round_shares(60, 6) == [10] * 6
-    assert compare.round_shares(10, 3) == [4, 3, 3]
+    # Every round the same calls: a longer first round would favour the system opening it.
+    assert compare.round_shares(10, 3) == [4, 4, 4]
     assert compare.round_shares(2, 5) == [1, 1]
+    # A shape that times fewer systems than asked for (a WRONG cell, no public FA3): its
+    # rounds go up to a multiple of them, so each takes each place equally often.
+    assert compare.round_shares(80, 8, 3) == [10] * 9
+    assert compare.round_shares(60, 6, 4) == [10] * 8
+    assert compare.round_shares(60, 6, 3) == [10] * 6
+    for systems in range(1, 5):
+        rounds = len(compare.round_shares(80, 8, systems))
+        counts = [0] * systems
+        for order in compare.round_orders(systems, rounds, 5):
+            counts[order[0]] += 1
+        assert len(set(counts)) == 1, (systems, counts)
+    # Fewer rounds than systems: the first place goes round over the grid instead.
+    assert compare.round_shares(30, 1, 3) == [30]
 
 
 def test_the_side_by_side_grid_fits_the_gpu_budget(compare: ModuleType, tmp_path: Path) -> None:
@@ -484,3 +498,20 @@ def test_the_estimate_alone_needs_no_torch(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("estimate: ")
     assert "36 shapes x 1 dtype(s) x 3 systems, bwd" in result.stdout
+
+
+def test_the_exit_status_fails_on_fa3s_wrong_cells_only(compare: ModuleType,
+                                                        capsys: Any) -> None:
+    shape = compare.Shape(4096, 128, True, direction="bwd")
+
+    def cell(key: str, status: str) -> Any:
+        c = compare.Cell(shape, compare.System(key, key, lambda *a: None))
+        c.status = status
+        return c
+
+    yardsticks = [cell("fa3", "ok"), cell("fa3-public", "wrong"), cell("cudnn", "wrong"),
+                  cell("flash", "unavailable")]
+    assert compare.exit_status([yardsticks]) == 0
+    for key in ("fa3", "fa3-det", "fa3-prev", "fa3-lse"):
+        assert compare.exit_status([yardsticks, [cell(key, "wrong")]]) == 1
+        assert f"{key} d128 causal 4096" in capsys.readouterr().err
