@@ -63,8 +63,13 @@ std::string output_path_error(const std::string& path) {
   return "";
 }
 
+// The temporary file beside `path` has a short name of its own, not path + a suffix: a file
+// name that is legal (up to 255 bytes) would otherwise make the temporary's too long, and the
+// write fail only after the whole run.
 bool write_file_atomically(const std::string& path, const std::string& text, std::string* error) {
-  const std::string temporary = path + ".tmp." + std::to_string(getpid());
+  const std::filesystem::path dir = std::filesystem::path(path).parent_path();
+  const std::string temporary =
+      (dir / (".fa3-tune." + std::to_string(getpid()) + ".tmp")).string();
   {
     std::ofstream file(temporary);
     file << text;
