@@ -8,6 +8,7 @@ from the package's own search (which also finds the source tree's build/libfa3.s
 
 from __future__ import annotations
 
+import os
 import sys
 import zlib
 from pathlib import Path
@@ -36,10 +37,15 @@ GRADIENT_REPORT: list[dict[str, Any]] = []
 
 @pytest.fixture(scope="session")
 def library() -> str:
-    """The path of the loaded libfa3; skips the test when there is none."""
+    """The path of the loaded libfa3; skips the test when there is none, fails it when
+    FA3_LIBRARY names a file that exists but does not load (a broken build must not pass
+    as a missing one: tools/run_python_tests.sh always sets FA3_LIBRARY)."""
     try:
         return fa3.library_path()
     except fa3.LibraryNotFoundError as error:
+        named = os.environ.get("FA3_LIBRARY")
+        if named and os.path.isfile(named):
+            pytest.fail(f"FA3_LIBRARY={named} exists but does not load: {error}")
         pytest.skip(f"libfa3.so not found: {error}")
 
 

@@ -38,10 +38,10 @@ Gradients = tuple[torch.Tensor, torch.Tensor, torch.Tensor]
 
 @pytest.fixture
 def device(seeded: torch.device) -> torch.device:
-    """The seeded Hopper device, when the library has the backward."""
+    """The seeded Hopper device; a library without the backward (a stale build) fails."""
     missing = set(fa3._lib.get_library().missing) & set(fa3.api.BACKWARD_FUNCTIONS)
     if missing:
-        pytest.skip(f"{fa3.library_path()} has no backward (lacks {', '.join(sorted(missing))});"
+        pytest.fail(f"{fa3.library_path()} has no backward (lacks {', '.join(sorted(missing))});"
                     f" rebuild it")
     return seeded
 
@@ -350,6 +350,23 @@ def test_attention_gradients_are_backwards_bit_for_bit(device: torch.device,
     direct_out, direct = direct_gradients(q, k, v, dout, causal, scale)
     assert torch.equal(out.detach(), direct_out), "attention's output is not forward's"
     assert_same_bits(grads, direct, "fa3.attention against fa3.backward")
+    check_gradients(grads, q, k, v, dout, causal, gradient_report, scale)
+
+
+@pytest.mark.parametrize("case", ["bf16-d128-gqa4-causal", "fp16-d128-causal-q300-k1000"])
+def test_attention_gradients_in_the_default_order(device: torch.device, gradient_report: Record,
+                                                  new_gradients_start_as_nan: list[str],
+                                                  case: str) -> None:
+    """fa3.attention as the issue calls it (the faster, default reduction order): its
+    gradients against float64 by FlashAttention's rule."""
+    batch, seqlen_q, seqlen_k, heads, heads_kv, head_dim, dtype, causal, scale = \
+        ATTENTION_CASES[case]
+    q, k, v = (x.requires_grad_() for x in qkv(batch, seqlen_q, seqlen_k, heads, heads_kv,
+                                               head_dim, dtype, device))
+    out = fa3.attention(q, k, v, causal=causal, softmax_scale=scale)
+    dout = torch.randn_like(out)
+    grads = torch.autograd.grad(out, (q, k, v), dout)
+    assert new_gradients_start_as_nan == list(NAMES), "the backward's gradients were not poisoned"
     check_gradients(grads, q, k, v, dout, causal, gradient_report, scale)
 
 
