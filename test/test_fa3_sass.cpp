@@ -516,6 +516,12 @@ TEST_CASE("fa3-sass: parsing cuobjdump lines", "[cpu][sass]") {
       "        /*0000*/                   EXIT ;\n";
   const SassText parsed = parse_sass_text(text);
   REQUIRE(parsed.functions.size() == 2);
+  CHECK(parsed.listed_twice.empty());
+  // A second listing of a function that has instructions (a fatbin of two architectures) is
+  // named, not merged silently into the first (the tool refuses such a text).
+  CHECK(parse_sass_text(text + "\tcode for sm_80\n\t\tFunction : k2\n"
+                               "        /*0000*/                   EXIT ;\n")
+            .listed_twice == std::vector<std::string>{"k2"});
   const SassFunction& f = parsed.functions[0];
   CHECK(f.name == "k1");
   REQUIRE(f.instructions.size() == 6);
@@ -1125,13 +1131,16 @@ TEST_CASE("fa3-sass: backward kernels and their _pre and _post", "[cpu][sass]") 
   // bwd_exp_overlap: an eighth of the loop's MUFU.EX2 under one in-flight group passes, less
   // fails, a loop without any fails.
   KernelReport overlap = k;
-  for (WgmmaGroup& g : overlap.mainloop->groups) g.softmax_math_in_flight = 0;
+  for (WgmmaGroup& g : overlap.mainloop->groups) g.softmax_math_in_flight = g.exp2_in_flight = 0;
   overlap.mainloop->exp2 = 32;
-  overlap.mainloop->groups[1].softmax_math_in_flight = 4;
+  overlap.mainloop->groups[1].exp2_in_flight = 4;
   CHECK(run_check(CheckId::BwdExpOverlap, overlap).pass);
   CHECK_THAT(run_check(CheckId::BwdExpOverlap, overlap).detail,
              Catch::Contains("4 of the step's 32 MUFU.EX2") && Catch::Contains("group 2 of 5"));
-  overlap.mainloop->groups[1].softmax_math_in_flight = 3;
+  overlap.mainloop->groups[1].exp2_in_flight = 3;
+  CHECK_FALSE(run_check(CheckId::BwdExpOverlap, overlap).pass);
+  // Row maxima (FMNMX) in flight are not exponentials: they do not count.
+  overlap.mainloop->groups[1].softmax_math_in_flight = 40;
   CHECK_FALSE(run_check(CheckId::BwdExpOverlap, overlap).pass);
   overlap.mainloop->exp2 = 0;
   CHECK_THAT(run_check(CheckId::BwdExpOverlap, overlap).detail, Catch::Contains("no MUFU.EX2"));

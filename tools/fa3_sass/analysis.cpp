@@ -428,8 +428,9 @@ CheckResult bwd_exp_overlap(const KernelReport& k) {
   const Mainloop& m = *k.mainloop;
   if (m.exp2 == 0) return {id, false, "no MUFU.EX2 in the step loop: no exponentials to overlap"};
   size_t best = 0, group = 0;
+  // MUFU.EX2 alone, as m.exp2 counts: the row max (FMNMX) is not an exponential.
   for (size_t g = 0; g < m.groups.size(); ++g)
-    if (m.groups[g].softmax_math_in_flight > best) best = m.groups[g].softmax_math_in_flight, group = g;
+    if (m.groups[g].exp2_in_flight > best) best = m.groups[g].exp2_in_flight, group = g;
   const std::string seen = std::to_string(best) + " of the step's " + std::to_string(m.exp2) +
                            " MUFU.EX2 issue while a GEMM is in flight" +
                            (best > 0 ? " (group " + std::to_string(group + 1) + " of " +

@@ -148,6 +148,10 @@ std::string read_text(const std::string& path) {
 
 // The functions of a text that hold instructions (res-usage-only entries are dropped).
 std::vector<SassFunction> functions_with_code(SassText text) {
+  if (!text.listed_twice.empty())
+    throw InputError{"the text lists " + text.listed_twice.front() +
+                     " twice (a fatbin of several architectures, or two dumps of one kernel): "
+                     "give one listing of each function."};
   std::vector<SassFunction> out;
   for (SassFunction& f : text.functions)
     if (!f.instructions.empty()) out.push_back(std::move(f));

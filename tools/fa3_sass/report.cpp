@@ -324,7 +324,8 @@ std::string json_report(const std::vector<KernelReport>& kernels, const ReportSo
                  {"pass", all_pass},
                  {"picture_alphabet", picture_alphabet},
                  {"kernels", list}};
-  return doc.dump(2) + "\n";
+  // Names come from the input text: bytes that are not UTF-8 are replaced, not fatal.
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 // ---- SVG ------------------------------------------------------------------------------

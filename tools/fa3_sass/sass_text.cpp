@@ -1,5 +1,6 @@
 #include "sass_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <sstream>
@@ -193,9 +194,15 @@ class Parser {
   }
 
   void open_function(const std::string& name) {
-    if (current_ && current_->name == name) return;
+    if (current_ && current_->name == name && current_->instructions.empty()) return;
     current_ = find(name);
-    if (current_) return;
+    if (current_) {
+      if (!current_->instructions.empty() &&
+          std::find(text_.listed_twice.begin(), text_.listed_twice.end(), name) ==
+              text_.listed_twice.end())
+        text_.listed_twice.push_back(name);
+      return;
+    }
     text_.functions.push_back(SassFunction{});
     current_ = &text_.functions.back();
     current_->name = name;

@@ -46,6 +46,10 @@ struct SassFunction {
 
 struct SassText {
   std::vector<SassFunction> functions;  // in the order the text lists them
+  // Functions whose listing began again after it had instructions (a fatbin of two
+  // architectures, two dumps of one kernel): their instructions would mix, so the tools
+  // refuse such a text rather than judge the mix.
+  std::vector<std::string> listed_twice;
 };
 
 // Never fails: lines it does not recognize (headers, encodings, directives) are skipped.

@@ -260,6 +260,7 @@ void measure_in_flight(const SassFunction& f, const Loop& loop, std::vector<Wgmm
       }
       group.softmax_in_flight += is_softmax_work(c);
       group.softmax_math_in_flight += c == InstrClass::RowMax || c == InstrClass::Exp2;
+      group.exp2_in_flight += c == InstrClass::Exp2;
     }
   }
 }

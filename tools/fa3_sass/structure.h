@@ -75,6 +75,7 @@ struct WgmmaGroup {
   // what actually overlaps its tensor-core work, however the instructions are arranged.
   size_t softmax_in_flight = 0;
   size_t softmax_math_in_flight = 0;  // of those, the row max and exp2 (FMNMX, MUFU.EX2)
+  size_t exp2_in_flight = 0;          // of those, MUFU.EX2 alone (bwd_exp_overlap's count)
   std::optional<size_t> retired_at;  // index of that wait; nullopt when not inside the range
   // Interleaved: softmax work runs while this group's HGMMAs issue (paper B.2's first WGMMA).
   bool interleaved() const { return between_softmax > 0; }
