@@ -59,7 +59,15 @@ KERNEL_HEADERS := $(wildcard ptx/*.cuh src/tile/*.cuh src/tile/*.h src/kernels/*
 
 CUBINS := $(patsubst %,$(CUBIN_DIR)/%.cubin,$(FWD_KERNELS) $(BWD_KERNELS))
 
-$(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+# The flags a cubin was built with, rewritten (at parse time) only when they change, so that
+# a changed NVCC_FLAGS or DEBUG rebuilds every cubin and an unchanged one rebuilds none.
+CUBIN_FLAGS := $(CUBIN_DIR)/.flags
+CUBIN_FLAGS_TEXT := $(NVCC_FLAGS) | $(PTXAS_CHECK)
+ifneq ($(strip $(CUBIN_FLAGS_TEXT)),$(strip $(shell cat $(CUBIN_FLAGS) 2>/dev/null)))
+$(shell mkdir -p $(CUBIN_DIR) && printf '%s\n' '$(CUBIN_FLAGS_TEXT)' > $(CUBIN_FLAGS))
+endif
+
+$(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) $(CUBIN_FLAGS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
 	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_fwd_$* -o $@ $< > $@.log 2>&1 \
@@ -71,7 +79,7 @@ $(CUBIN_DIR)/fa3_fwd_%.cubin: src/kernels/fwd.cu $(KERNEL_HEADERS) | $(BUILD)/.d
 bwd_last_first = $(if $(and $(findstring _causal,$1),$(if $(findstring _kvt_,$1),,1),$(shell \
   echo '$1' | grep -Eq '_m([0-9]+)_n\1_' && echo 1)),1,0)
 
-$(CUBIN_DIR)/fa3_bwd_%.cubin: src/kernels/bwd.cu $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
+$(CUBIN_DIR)/fa3_bwd_%.cubin: src/kernels/bwd.cu $(KERNEL_HEADERS) $(CUBIN_FLAGS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	@echo "nvcc   $(notdir $@)"
 	@$(NVCC) $(NVCC_FLAGS) -DFA3_KERNEL_NAME=fa3_bwd_$* \
@@ -81,7 +89,9 @@ $(CUBIN_DIR)/fa3_bwd_%.cubin: src/kernels/bwd.cu $(KERNEL_HEADERS) | $(BUILD)/.d
 
 # ---- host side ----------------------------------------------------------------------------
 CXXFLAGS ?= -O2
-CXXFLAGS += -std=c++17 -Wall -Wextra -fPIC -MMD -MP -Iinclude -Isrc -I$(CUDA_HOME)/include
+# What the build needs, kept apart from CXXFLAGS so that `make CXXFLAGS=...` changes only the
+# optimization and warnings it names, not the include paths and dependency files.
+FA3_CXXFLAGS := -std=c++17 -Wall -Wextra -fPIC -MMD -MP -Iinclude -Isrc -I$(CUDA_HOME)/include
 LIB_SRCS := $(wildcard src/runtime/*.cpp) src/api.cpp
 LIB_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(LIB_SRCS)) $(BUILD)/obj/gen/embedded.o \
             $(BUILD)/obj/gen/embedded_s.o
@@ -97,11 +107,11 @@ $(BUILD)/obj/gen/embedded_s.o: $(BUILD)/gen/embedded.S
 
 $(BUILD)/obj/gen/embedded.o: $(BUILD)/gen/embedded.cpp
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -c -o $@ $<
+	$(CXX) $(CXXFLAGS) $(FA3_CXXFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/%.o: %.cpp | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
-	$(CXX) $(CXXFLAGS) -c -o $@ $<
+	$(CXX) $(CXXFLAGS) $(FA3_CXXFLAGS) -c -o $@ $<
 
 $(BUILD)/libfa3.a: $(LIB_OBJS)
 	@rm -f $@
@@ -116,7 +126,7 @@ CUDART_LIBS := -L$(CUDA_HOME)/lib64 -lcudart_static -ldl -lpthread -lrt
 
 SUPPORT_SRCS := $(wildcard test/support/*.cpp)
 SUPPORT_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(SUPPORT_SRCS))
-CXXFLAGS += -Itest
+FA3_CXXFLAGS += -Itest
 
 # Device code of the tests (ptx/ and tile/ layer kernels): compiled by nvcc into host objects
 # with an sm_90a image, linked into fa3_tests with the static CUDA runtime.
@@ -130,7 +140,7 @@ $(BUILD)/obj/test/gpu_kernels/%.o: test/gpu_kernels/%.cu test/gpu_kernels/%.h $(
 
 # A fake CUDA driver for CPU tests of the runtime (loaded by libfa3 through $FA3_LIBCUDA).
 $(BUILD)/libfakecuda.so: test/fake_cuda/fake_cuda.cpp | $(BUILD)/.deps-ok
-	$(CXX) $(CXXFLAGS) -shared -o $@ $< -lpthread
+	$(CXX) $(CXXFLAGS) $(FA3_CXXFLAGS) -shared -o $@ $< -lpthread
 
 TEST_SRCS := $(wildcard test/*.cpp) $(SUPPORT_SRCS)
 TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS)) $(TEST_CU_OBJS)

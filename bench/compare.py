@@ -49,7 +49,8 @@ Method, the same for every system:
   allocates them (the caching allocator's free blocks of those sizes are filled with NaN
   first; fa3's are passed in NaN), so a system that leaves some unwritten cannot pass on
   another's values, and a deterministic system (fa3-det, fa3-prev-det) runs twice and must
-  give the same bits.
+  give the same bits. fa3-lse's LSE is not compared here, only its out (fa3_tests and
+  python/tests check the LSE against float64).
 - the timed calls come in --rounds rounds (default 3; --side-by-side: twice the number of
   systems), and the order of the systems that passed the check rotates from one round to
   the next (and its start from one shape to the next), so each system is timed first as

@@ -63,7 +63,7 @@ void print_kernel_list(const std::vector<std::string>& kernels) {
                                      : "backward: fa3_backward chooses it, --config does not");
 }
 
-// Opens (and truncates) the output files now, so a bad path fails before a long sweep.
+// Opens (and truncates) the output files; the first one that cannot be written, in a sentence.
 std::string output_file_error(const Options& o) {
   for (const auto& [option, path] : {std::pair<const char*, std::string>{"--csv", o.csv_path},
                                      std::pair<const char*, std::string>{"--json", o.json_path}}) {
@@ -289,6 +289,15 @@ int run_on_gpu(const Options& o, const std::vector<std::string>& compiled,
   fa3_handle* fa3 = nullptr;
   cudaStream_t stream = nullptr;
   if (!open_gpu(o, &device, &fa3, &stream)) return 1;
+  // The output files are opened (and truncated) once the GPU is ours, so that no failure
+  // before it leaves them empty, and before the sweep, so that a bad path costs no run.
+  const std::string file_error = output_file_error(o);
+  if (!file_error.empty()) {
+    std::fprintf(stderr, "%s\n", file_error.c_str());
+    cudaStreamDestroy(stream);
+    fa3_destroy(fa3);
+    return 2;
+  }
   int status = 0;
   {  // everything on the device goes before the stream and the handle
     std::string no_cublas_reason;
@@ -356,11 +365,6 @@ int bench_main(int argc, char** argv) {
   if (env.exit_code != 0) {
     std::fprintf(stderr, "%s\n", env.sentence.c_str());
     return env.exit_code;
-  }
-  const std::string file_error = output_file_error(o);  // after the GPU check: no empty files
-  if (!file_error.empty()) {
-    std::fprintf(stderr, "%s\n", file_error.c_str());
-    return 2;
   }
   return run_on_gpu(o, compiled, command_line(argc, argv));
 }

@@ -271,12 +271,21 @@ BaselineResult Runner::measure_baseline(const Problem& p, const InputSets& in,
     o = check_output(p, in, *ref, [&] { return launch(0); }, nullptr, &check);
     if (o.ok) result.check = check;
   }
-  // The baseline's launches are the run's longest: the next problem's first row must not
-  // start right behind them either (--cooldown).
-  std::vector<double> samples;
-  if (o.ok) o = timer_.measure(stream_, settings_.warmup, in.count, &in.next_call, launch,
-                                 &result.timing, &samples);
-  if (o.ok) cool_down(samples);
+  // Timed in --rounds as the rows are, so that its median is of the same kind as theirs.
+  // Its launches are the run's longest: the next problem's first row must not start right
+  // behind them either (--cooldown).
+  std::vector<std::vector<double>> rounds;
+  for (int round = 0; o.ok && round < std::max(settings_.rounds, 1); ++round) {
+    std::vector<double> samples;
+    TimingStats timing;
+    o = timer_.measure(stream_, settings_.warmup, in.count, &in.next_call, launch, &timing,
+                       &samples);
+    if (!o.ok) break;
+    cool_down(samples);
+    result.timing = timing;
+    rounds.push_back(std::move(samples));
+  }
+  if (o.ok && rounds.size() > 1) result.timing = summarize_rounds(rounds);
   if (!o.ok) {
     if (o.fatal) *fatal = o;
     return {State::Failed, o.reason, {}, result.check};

@@ -9,9 +9,11 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "fa3/fa3.h"
 #include "runtime/forward_problem.h"
+#include "support/fake_cuda_client.h"
 
 namespace {
 
@@ -137,8 +139,11 @@ TEST_CASE("valid strided layouts are accepted", "[cpu][api]") {
         "elements): different elements of the output would share memory");
 }
 
-TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]") {
-  const Rule rules[] = {
+namespace {
+
+// Every argument rule of fa3_forward, broken one at a time.
+const std::vector<Rule>& forward_rules() {
+  static const std::vector<Rule> rules = {
       {"q null", [](Args& a) { a.q.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "q->data is NULL"},
       {"o null", [](Args& a) { a.o.data = nullptr; }, FA3_ERR_INVALID_ARGUMENT, "o->data is NULL"},
       {"f32", [](Args& a) { a.q.dtype = FA3_F32; }, FA3_ERR_INVALID_ARGUMENT,
@@ -224,7 +229,13 @@ TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]"
        },
        FA3_ERR_UNSUPPORTED, "q->batch * q->heads * ceil(q->seqlen / 64) = 2400000000 exceeds the 2^31 - 1 blocks of a grid"},
   };
-  for (const Rule& rule : rules) {
+  return rules;
+}
+
+}  // namespace
+
+TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]") {
+  for (const Rule& rule : forward_rules()) {
     Args a;
     rule.breaks(a);
     const fa3::Error e = a.check();
@@ -233,6 +244,46 @@ TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]"
     if (*rule.message) CHECK(e.message == rule.message);
     CHECK_FALSE(e.message.empty());
   }
+}
+
+TEST_CASE("fa3_forward reports each broken rule and makes no driver call", "[cpu][api][runtime]") {
+  // A handle on the fake driver, whose call log shows whether anything was launched,
+  // allocated or even made current.
+  setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
+  fake().reset();
+  fa3_handle* h = nullptr;
+  {
+    const fa3_status created = fa3_create(&h, 0, nullptr);
+    INFO(fa3_last_error());
+    REQUIRE(created == FA3_OK);
+  }
+  const char* kernel = nullptr;
+  {
+    Args a;
+    REQUIRE(fa3_forward_select(h, &a.q, &a.k, &a.v, a.params, &kernel) == FA3_OK);
+  }
+  const std::string picked = kernel;
+  for (const Rule& rule : forward_rules()) {
+    Args a;
+    rule.breaks(a);
+    const std::string message = a.check().message;
+    INFO(rule.what << ": " << message);
+    fake().reset();
+    CHECK(fa3_forward(h, &a.q, &a.k, &a.v, &a.o, a.lse, a.params, nullptr) == rule.status);
+    CHECK(std::string(fa3_last_error()) == message);
+    CHECK(fa3_forward_with_kernel(h, picked.c_str(), &a.q, &a.k, &a.v, &a.o, a.lse, a.params,
+                                  nullptr) == rule.status);
+    CHECK(std::string(fa3_last_error()) == message);
+    CHECK(fake().calls().empty());
+  }
+  // The log does see a call that passes its checks: the kernel's launch.
+  Args valid;
+  fake().reset();
+  CHECK(fa3_forward(h, &valid.q, &valid.k, &valid.v, &valid.o, valid.lse, valid.params, nullptr) ==
+        FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 1);
+  fa3_destroy(h);
+  unsetenv("FA3_LIBCUDA");
 }
 
 TEST_CASE("an output whose rows overlap is rejected with the stride named", "[cpu][api]") {

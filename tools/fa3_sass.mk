@@ -1,5 +1,5 @@
 # fa3-sass: SASS inspection of the kernels in libfa3 (docs/fa3_sass.md).
-# Included by the Makefile after BUILD, CXX, CXXFLAGS and CUDA_HOME are set; objects are built
+# Included by the Makefile after BUILD, CXX, CXXFLAGS, FA3_CXXFLAGS and CUDA_HOME are set; objects are built
 # by the Makefile's $(BUILD)/obj/%.o rule, under $(BUILD)/obj/tools/fa3_sass/.
 
 # The analyzer (also linked into fa3_tests, whose [sass] cases run it on test/sass/ fixtures).

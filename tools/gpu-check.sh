@@ -121,7 +121,7 @@ for step in "${steps[@]}"; do
       # The report (text, JSON, SVG of the mainloops) and every kernel's SASS as fixtures.
       run_step sass 300 build/fa3-sass --lib build/libfa3.so --svg "$OUT/mainloops.svg" \
         --dump-sass "$OUT/sass"
-      build/fa3-sass --lib build/libfa3.so --json > "$OUT/sass.json" 2>&1
+      run_step sass-json 300 bash -c 'build/fa3-sass --lib build/libfa3.so --json > "$OUT/sass.json"'
       tar czf "$OUT/sass.tgz" -C "$OUT" sass && rm -rf "$OUT/sass" ;;
     sanitize)
       run_step sanitize 500 tools/sanitize.sh build/fa3_tests ;;
@@ -184,35 +184,37 @@ for step in "${steps[@]}"; do
       # spread by several percent at the power cap.
       run_step ablation 300 build/fa3-bench --ablation --check --rounds 5 --cooldown 1 ;;
     ab)
-      run_step ab 500 bash -c 'for k in $AB_CONFIGS; do for b in ${AB_BENCH:-build/fa3-bench}; do
+      run_step ab 500 bash -c 'set -o pipefail; rc=0
+        for k in $AB_CONFIGS; do for b in ${AB_BENCH:-build/fa3-bench}; do
         echo "### $k ($b)"
-        $b --config "$k" --no-baseline $(kernel_args "$k") ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#"; done; done' ;;
+        $b --config "$k" --no-baseline $(kernel_args "$k") ${AB_SEQLENS:+--seqlen $AB_SEQLENS} | grep -v "^#" || rc=1; done; done; exit $rc' ;;
     sweep-k)
-      run_step sweep-k 500 bash -c 'for k in $SWEEP_CONFIGS; do echo "### $k"
+      run_step sweep-k 500 bash -c 'set -o pipefail; rc=0
+        for k in $SWEEP_CONFIGS; do echo "### $k"
         for sk in ${SWEEP_K:-512 1024 2048 4096 8192}; do
-          build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q ${SWEEP_Q:-8192} --seqlen-k $sk | grep -v "^#"; done; done' ;;
+          build/fa3-bench --config "$k" --no-baseline $(kernel_args "$k") --seqlen-q ${SWEEP_Q:-8192} --seqlen-k $sk | grep -v "^#" || rc=1; done; done; exit $rc' ;;
     kernels)
       run_step kernels "${KERNELS_LIMIT:-150}" build/fa3_tests --durations yes \
         "every compiled forward kernel matches the reference" ;;
     ncu-l2)
-      run_step ncu-l2 500 bash -c 'M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.max,sm__inst_executed.sum,gpc__cycles_elapsed.max
+      run_step ncu-l2 500 bash -c 'set -o pipefail; rc=0; M=dram__bytes_read.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,l1tex__m_xbar2l1tex_read_sectors.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__pipe_tensor_op_hmma_cycles_active.max,sm__inst_executed.sum,gpc__cycles_elapsed.max
         IFS=";" read -ra shapes <<< "${NCU_SHAPES:---seqlen ${NCU_SEQLEN:-8192}}"
         for k in $NCU_CONFIGS; do for shape in "${shapes[@]}"; do echo "### $k $shape"
-          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") $shape --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__"; done; done' ;;
+          ncu --kernel-name regex:fa3_fwd --launch-skip 5 --launch-count 1 --metrics $M build/fa3-bench --config $k --no-baseline $(kernel_args "$k") $shape --warmup 5 --iters 1 2>&1 | grep -E "^ +[a-z0-9]+__" || rc=1; done; done; exit $rc' ;;
     ncu-source)
-      run_step ncu-source 500 bash -c 'for k in $NCU_CONFIGS; do echo "### $k"
+      run_step ncu-source 500 bash -c 'set -o pipefail; rc=0; for k in $NCU_CONFIGS; do echo "### $k"
         ncu --kernel-name regex:fa3_fwd --launch-skip 3 --launch-count 1 --set none \
           --section SourceCounters --section WarpStateStats -o "$OUT/ncu_$k" -f \
           build/fa3-bench --config $k --no-baseline $(kernel_args "$k") --seqlen ${NCU_SEQLEN:-8192} \
-          --warmup 3 --iters 1 2>&1 | grep -v "^#"
-        ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz"
-        rm -f "$OUT/ncu_$k.ncu-rep"; done' ;;
+          --warmup 3 --iters 1 2>&1 | grep -v "^#" || rc=1
+        ncu -i "$OUT/ncu_$k.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$k.csv.gz" || rc=1
+        rm -f "$OUT/ncu_$k.ncu-rep"; done; exit $rc' ;;
     ncu-bwd)
       # One backward cell ($PROFILE_ARGS, default --hdim 128 --seqlen 8192 --causal 1)
       # profiled for each system in $PROFILE_SYSTEMS (default fa3 fa3-public; carry .anchors):
       # the main backward kernel's throughput, pipes, warp states and memory sections, and
       # fa3's per-instruction SASS samples as $OUT/source_bwd_<system>.csv.gz.
-      run_step ncu-bwd 500 bash -c 'cd bench; for s in ${PROFILE_SYSTEMS:-fa3 fa3-public}; do
+      run_step ncu-bwd 500 bash -c 'set -o pipefail; rc=0; cd bench; for s in ${PROFILE_SYSTEMS:-fa3 fa3-public}; do
         echo "### $s ${PROFILE_ARGS:=--hdim 128 --seqlen 8192 --causal 1}"
         ncu --kernel-name-base demangled \
           --kernel-name regex:"FlashAttnBwdSm90|cudnn.*(dgrad|bprop|bwd)|^fa3_bwd_[a-z0-9_]*(causal|_fs|_pt|_dq[hqt]|_rw|_lf)$" \
@@ -221,30 +223,30 @@ for step in "${steps[@]}"; do
           --section Occupancy --section WarpStateStats --section SchedulerStats \
           --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/ncu_bwd_$s" -f \
           python3 profile_call.py --system $s --public-fa3 ../.anchors/fa3 --direction bwd \
-          $PROFILE_ARGS 2>&1 | tail -3
-        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---"
-        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_bwd_$s.csv.gz"
-        rm -f "$OUT/ncu_bwd_$s.ncu-rep"; done' ;;
+          $PROFILE_ARGS 2>&1 | tail -3 || rc=1
+        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---" || rc=1
+        ncu -i "$OUT/ncu_bwd_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_bwd_$s.csv.gz" || rc=1
+        rm -f "$OUT/ncu_bwd_$s.ncu-rep"; done; exit $rc' ;;
     clocks)
       run_step clocks 300 env PYTHONUNBUFFERED=1 python3 bench/clock_trace.py --json "$OUT/clocks.json" ${CLOCK_ARGS:---seqlens 4096,8192,16384} ;;
     ncu-systems)
       # One compare.py cell profiled for each system: every kernel a call launches (name,
       # grid, registers, time), then the attention kernel's throughput, pipe and instruction
       # sections, all its raw metrics and its per-instruction SASS counts (cuDNN's too).
-      run_step ncu-systems 500 bash -c 'cd bench; for s in ${PROFILE_SYSTEMS:-fa3 cudnn}; do
+      run_step ncu-systems 500 bash -c 'set -o pipefail; rc=0; cd bench; for s in ${PROFILE_SYSTEMS:-fa3 cudnn}; do
         echo "### $s ${PROFILE_ARGS:=--hdim 64 --seqlen 1024 --causal 1}"
         ncu --launch-skip 3 --launch-count 16 --set none --section LaunchStats \
           --metrics gpu__time_duration.sum python3 profile_call.py --system $s $PROFILE_ARGS 2>&1 |
-          grep -E "^  [a-zA-Z_]|Grid Size|Registers Per|Block Size|Shared Memory Config|Dynamic Shared|gpu__time_duration|Cluster"
+          grep -E "^  [a-zA-Z_]|Grid Size|Registers Per|Block Size|Shared Memory Config|Dynamic Shared|gpu__time_duration|Cluster" || rc=1
         ncu --kernel-name regex:"fa3_fwd|sdpa|fmha|flash|attn|fprop" --launch-skip 1 --launch-count 1 \
           --set none --section SpeedOfLight --section ComputeWorkloadAnalysis --section InstructionStats \
           --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats \
           --section MemoryWorkloadAnalysis --section SourceCounters -o "$OUT/ncu_$s" -f \
-          python3 profile_call.py --system $s $PROFILE_ARGS 2>&1 | tail -3
-        ncu -i "$OUT/ncu_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---"
-        ncu -i "$OUT/ncu_$s.ncu-rep" --page raw --csv --print-metric-instances values | gzip > "$OUT/raw_$s.csv.gz"
-        ncu -i "$OUT/ncu_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$s.csv.gz"
-        rm -f "$OUT/ncu_$s.ncu-rep"; done' ;;
+          python3 profile_call.py --system $s $PROFILE_ARGS 2>&1 | tail -3 || rc=1
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page details 2>&1 | grep -v "^    ---" || rc=1
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page raw --csv --print-metric-instances values | gzip > "$OUT/raw_$s.csv.gz" || rc=1
+        ncu -i "$OUT/ncu_$s.ncu-rep" --page source --csv --print-source sass | gzip > "$OUT/source_$s.csv.gz" || rc=1
+        rm -f "$OUT/ncu_$s.ncu-rep"; done; exit $rc' ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done
