@@ -228,7 +228,7 @@ def _call_library(library: Optional[Library], handle: Optional[Handle]) -> Libra
     return lib
 
 
-def _device_handle(handle: Optional[Handle], lib: Library, device: "torch.device") -> Any:
+def _device_handle(handle: Optional[Handle], lib: Library, device: "torch.device") -> Handle:
     """The handle a call passes to C: the caller's, or the device's cached one (created on
     first use; the caller holds the device guard, so it loads into PyTorch's context)."""
     return handle if handle is not None else handle_for_device(device.index, lib)
@@ -309,18 +309,19 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
     lib = _call_library(library, handle)
     # The device guard makes the device's primary context (PyTorch's) current on this
     # thread, so the library launches into the context that owns the tensors.
-    with torch.cuda.device(q.device):
-        handle = _device_handle(handle, lib, q.device)
+    with torch.cuda.device(q.device), \
+            _device_handle(handle, lib, q.device)._in_use() as handle_pointer:
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         if kernel is None:
-            status = lib.fa3_forward(handle, q_desc, k_desc, v_desc, out_desc, lse_pointer,
+            status = lib.fa3_forward(handle_pointer, q_desc, k_desc, v_desc, out_desc, lse_pointer,
                                      params, stream)
             raise_for_status(lib, status, "fa3_forward")
         else:
             if not isinstance(kernel, str):
                 raise TypeError(f"kernel must be a kernel name (str), got {type(kernel).__name__}")
-            status = lib.fa3_forward_with_kernel(handle, kernel.encode("utf-8"), q_desc, k_desc,
-                                                 v_desc, out_desc, lse_pointer, params, stream)
+            status = lib.fa3_forward_with_kernel(handle_pointer, kernel.encode("utf-8"), q_desc,
+                                                 k_desc, v_desc, out_desc, lse_pointer, params,
+                                                 stream)
             raise_for_status(lib, status, "fa3_forward_with_kernel")
     _written(torch, given_out)
     return (out, lse) if lse is not None else out
@@ -346,9 +347,9 @@ def _select_kernel(library: Optional[Library], q: "torch.Tensor", k: "torch.Tens
     params = _params(causal, softmax_scale)
     name = ctypes.c_char_p()
     lib = _call_library(library, handle)
-    with torch.cuda.device(q.device):
-        handle = _device_handle(handle, lib, q.device)
-        status = lib.fa3_forward_select(handle, q_desc, k_desc, v_desc, params,
+    with torch.cuda.device(q.device), \
+            _device_handle(handle, lib, q.device)._in_use() as handle_pointer:
+        status = lib.fa3_forward_select(handle_pointer, q_desc, k_desc, v_desc, params,
                                         ctypes.byref(name))
         raise_for_status(lib, status, "fa3_forward_select")
     return name.value.decode("utf-8") if name.value else ""
@@ -498,12 +499,12 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
             ("q", q), ("k", k), ("v", v), ("out", out), ("dout", dout), ("dq", dq),
             ("dk", dk), ("dv", dv)))
     lse_pointer = lse.data_ptr() or None
-    with torch.cuda.device(q.device):
-        handle = _device_handle(handle, lib, q.device)
+    with torch.cuda.device(q.device), \
+            _device_handle(handle, lib, q.device)._in_use() as handle_pointer:
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
-        nbytes = _workspace_bytes(lib, handle, q_desc, k_desc, params)
+        nbytes = _workspace_bytes(lib, handle_pointer, q_desc, k_desc, params)
         workspace, workspace_pointer = _allocate_workspace(torch, nbytes, q.device)
-        status = lib.fa3_backward(handle, q_desc, k_desc, v_desc, out_desc, dout_desc,
+        status = lib.fa3_backward(handle_pointer, q_desc, k_desc, v_desc, out_desc, dout_desc,
                                   lse_pointer, dq_desc, dk_desc, dv_desc, params,
                                   workspace_pointer, nbytes, stream)
         raise_for_status(lib, status, "fa3_backward")
@@ -538,8 +539,8 @@ def _backward_workspace_size(library: Optional[Library], q: "torch.Tensor",
     _require_backward(lib)
     q_desc, k_desc = _to_fa3_tensor(torch, "q", q), _to_fa3_tensor(torch, "k", k)
     with torch.cuda.device(q.device):
-        handle = _device_handle(handle, lib, q.device)
-        return _workspace_bytes(lib, handle, q_desc, k_desc, params)
+        with _device_handle(handle, lib, q.device)._in_use() as handle_pointer:
+            return _workspace_bytes(lib, handle_pointer, q_desc, k_desc, params)
 
 
 # ---- differentiable attention -------------------------------------------------------------

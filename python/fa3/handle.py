@@ -10,11 +10,12 @@ threads at once, so the cache hands the same handle to every thread.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import threading
 import weakref
-from typing import Optional, Union
+from typing import Iterator, Optional, Union
 
 from ._lib import Library, get_library, raise_for_status
 
@@ -59,6 +60,10 @@ class Handle:
         self.tuning_table = None if tuning_table is None else os.fspath(tuning_table)
         self._lib = lib
         self._pointer: Optional[int] = pointer.value
+        # The C calls running with this handle on any thread (_in_use): close() waits for
+        # them, so that it never destroys the handle under a call.
+        self._calls = 0
+        self._calls_done = threading.Condition()
         # Destroys the handle if it is garbage-collected (or still alive at exit) without
         # close(); close() runs the same finalizer, so it is destroyed exactly once.
         self._finalizer = weakref.finalize(self, _destroy, lib, pointer.value)
@@ -74,9 +79,31 @@ class Handle:
     def closed(self) -> bool:
         return self._pointer is None
 
+    @contextlib.contextmanager
+    def _in_use(self) -> Iterator[int]:
+        """The C pointer, for the C calls made inside the with-block; the handle is not
+        destroyed before the block ends (close() on another thread waits for it). Raises
+        ValueError if the handle has been closed."""
+        with self._calls_done:
+            if self._pointer is None:
+                raise ValueError(f"handle {self!r} has been closed; pass an open one")
+            self._calls += 1
+            pointer = self._pointer
+        try:
+            yield pointer
+        finally:
+            with self._calls_done:
+                self._calls -= 1
+                self._calls_done.notify_all()
+
     def close(self) -> None:
-        """fa3_destroy now; idempotent. Work already launched must have finished."""
-        self._pointer = None
+        """fa3_destroy now; idempotent. A call of this package running with the handle on
+        another thread finishes first (calls made after close() raise ValueError); GPU work
+        already launched with it must have finished too, which close() does not wait for."""
+        with self._calls_done:
+            self._pointer = None
+            while self._calls:
+                self._calls_done.wait()
         self._finalizer()
 
     # A copy would share the C handle and its finalizer: closing (or collecting) one would

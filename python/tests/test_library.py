@@ -12,6 +12,7 @@ import json
 import pickle
 import re
 import shutil
+import threading
 import weakref
 from pathlib import Path
 from typing import Any, Optional
@@ -459,15 +460,56 @@ def test_creating_a_handle_without_a_driver_raises_no_driver(library: str) -> No
     assert "FA3_ERR_NO_DRIVER" in str(error) and error.detail in str(error)
 
 
+def stand_in_handle(destroyed: list) -> "fa3.Handle":
+    """A Handle without a driver: its C handle a stand-in pointer, 0xdead, whose fa3_destroy
+    appends it to ``destroyed``."""
+    from fa3.handle import Handle
+    handle = Handle.__new__(Handle)
+    handle.device, handle.tuning_table, handle._pointer = 0, None, 0xdead
+    handle._calls, handle._calls_done = 0, threading.Condition()
+    handle._finalizer = weakref.finalize(handle, destroyed.append, 0xdead)
+    return handle
+
+
+def test_close_waits_for_the_calls_running_with_the_handle() -> None:
+    """close() on one thread while another is inside a call with the handle: the handle is
+    destroyed once the call is done, never under it, and later calls are refused."""
+    destroyed = []
+    handle = stand_in_handle(destroyed)
+    inside, leave = threading.Event(), threading.Event()
+    seen = []
+
+    def call() -> None:
+        with handle._in_use() as pointer:
+            seen.append(pointer)
+            inside.set()
+            leave.wait(10)
+            seen.append(list(destroyed))  # what a C call here would find
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    assert inside.wait(10)
+    closer = threading.Thread(target=handle.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive() and destroyed == [], "close() destroyed the handle under a call"
+    leave.set()
+    caller.join(10)
+    closer.join(10)
+    assert not closer.is_alive() and seen == [0xdead, []] and destroyed == [0xdead]
+    with pytest.raises(ValueError, match="has been closed"):
+        with handle._in_use():
+            pass
+    handle.close()  # idempotent
+    assert destroyed == [0xdead]
+
+
 def test_a_handle_copies_as_itself_and_is_not_pickled() -> None:
     """A copy sharing the C pointer and the finalizer would let closing one destroy the
     handle the other still passes to C: copies are the handle itself, pickling refused."""
     import copy
-    from fa3.handle import Handle
     destroyed = []
-    handle = Handle.__new__(Handle)  # no driver here: the C handle is a stand-in pointer
-    handle.device, handle.tuning_table, handle._pointer = 0, None, 0xdead
-    handle._finalizer = weakref.finalize(handle, destroyed.append, 0xdead)
+    handle = stand_in_handle(destroyed)
     assert copy.copy(handle) is handle
     holder = {"model": [handle]}
     assert copy.deepcopy(holder)["model"][0] is handle
