@@ -166,6 +166,31 @@ const std::vector<Rule>& forward_rules() {
        "v->heads must be >= 1 (got 0)"},
       {"huge seqlen", [](Args& a) { a.q.seqlen = a.o.seqlen = int64_t{1} << 31; },
        FA3_ERR_INVALID_ARGUMENT, "q->seqlen must be at most 2147483647 (got 2147483648)"},
+      {"q seqlen past whole blocks",
+       [](Args& a) {
+         for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->batch = 1;
+         a.q.seqlen = a.o.seqlen = 2147483600;
+       },
+       FA3_ERR_INVALID_ARGUMENT,
+       "q->seqlen must be at most 2147483520 for fa3_forward (got 2147483600): rounded up to "
+       "whole blocks it must stay below 2^31"},
+      {"k seqlen past whole blocks",
+       [](Args& a) {
+         for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->batch = 1;
+         a.k.seqlen = a.v.seqlen = 2147483600;
+       },
+       FA3_ERR_INVALID_ARGUMENT,
+       "k->seqlen must be at most 2147483520 for fa3_forward (got 2147483600): rounded up to "
+       "whole blocks it must stay below 2^31"},
+      {"causal diagonal past 32 bits",
+       [](Args& a) {
+         for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->batch = 1;
+         a.q.seqlen = a.o.seqlen = 1000000000;
+         a.k.seqlen = a.v.seqlen = 1200000000;
+       },
+       FA3_ERR_INVALID_ARGUMENT,
+       "q->seqlen + k->seqlen (2200000000) must be at most 2147483520 for a causal fa3_forward: "
+       "its diagonal is found in 32-bit arithmetic"},
       {"batch mismatch", [](Args& a) { a.k.batch = 3; }, FA3_ERR_INVALID_ARGUMENT,
        "k->batch (3) must equal q->batch (2)"},
       {"kv seqlen mismatch", [](Args& a) { a.v.seqlen = 299; }, FA3_ERR_INVALID_ARGUMENT,
@@ -214,7 +239,7 @@ const std::vector<Rule>& forward_rules() {
       {"scale whose log2 form overflows", [](Args& a) { a.p.softmax_scale = 3e38f; },
        FA3_ERR_INVALID_ARGUMENT,
        "p->softmax_scale is 3e+38: softmax_scale * log2(e), which the kernels use, must fit in "
-       "a float, so the scale must be at most 2.35e+38"},
+       "a float, so the scale must be at most FLT_MAX / log2(e), about 2.3587e+38"},
       {"largest scale whose log2 form overflows",
        [](Args& a) { a.p.softmax_scale = std::nextafter(static_cast<float>(FLT_MAX / M_LOG2E), INFINITY); },
        FA3_ERR_INVALID_ARGUMENT, ""},
@@ -284,6 +309,30 @@ TEST_CASE("fa3_forward reports each broken rule and makes no driver call", "[cpu
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 1);
   fa3_destroy(h);
   unsetenv("FA3_LIBCUDA");
+}
+
+TEST_CASE("the causal diagonal's 32-bit bound binds causal calls only, up to its last value",
+          "[cpu][api]") {
+  // Lengths whose sum passes 2^31 - 128, each tensor far from the others (fake addresses).
+  Args a;
+  for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->batch = 1;
+  a.q.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
+  a.k.data = reinterpret_cast<void*>(uintptr_t{1} << 42);
+  a.v.data = reinterpret_cast<void*>(uintptr_t{1} << 43);
+  a.o.data = reinterpret_cast<void*>(uintptr_t{1} << 44);
+  a.lse = reinterpret_cast<float*>(uintptr_t{1} << 46);
+  a.q.seqlen = a.o.seqlen = 1000000000;
+  a.k.seqlen = a.v.seqlen = 1200000000;
+  a.p.causal = 0;
+  fa3::Error e = a.check();
+  INFO(e.message);
+  CHECK_FALSE(e.failed());
+  a.p.causal = 1;
+  CHECK(a.check().status == FA3_ERR_INVALID_ARGUMENT);
+  a.k.seqlen = a.v.seqlen = 2147483520 - 1000000000;  // the sum at the bound
+  e = a.check();
+  INFO(e.message);
+  CHECK_FALSE(e.failed());
 }
 
 TEST_CASE("an output whose rows overlap is rejected with the stride named", "[cpu][api]") {

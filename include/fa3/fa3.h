@@ -45,8 +45,9 @@ typedef struct {
 } fa3_tensor;
 
 typedef struct {
-  float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite, > 0 and at most 2.35e38
-                          (the kernels scale by softmax_scale * log2(e), a float) */
+  float softmax_scale; /* 0 means 1/sqrt(head_dim); otherwise finite, > 0 and at most
+                          FLT_MAX / log2(e), about 2.3587e38 (the kernels scale by
+                          softmax_scale * log2(e), a float) */
   int causal;          /* 0 or 1; bottom-right aligned when seqlen_q != seqlen_k (FA2/FA3 rule):
                           query i sees keys j <= i + seqlen_k - seqlen_q */
   /* Fields below were added after the first release; the forward reads none of them, so a
@@ -68,7 +69,10 @@ fa3_status fa3_destroy(fa3_handle* h);
 
 /* O = softmax(scale * Q K^T) V, per (batch, head); K/V head of query head i is
  * i / (q->heads / k->heads) (GQA/MQA, no duplication). q, k, v, o: F16 or BF16, all the same;
- * head_dim 64, 128 or 256. o shares no element with q, k or v (it may be a view of one packed
+ * head_dim 64, 128 or 256. Sizes: batch, seqlen and heads from 1 to 2^31 - 1; seqlen_q and
+ * seqlen_k at most 2^31 - 128 = 2147483520 (the kernels round them up to whole blocks in 32
+ * bits), and for a causal call seqlen_q + seqlen_k at most that too; batch * q->heads *
+ * ceil(seqlen_q / 64) at most 2^31 - 1 (FA3_ERR_UNSUPPORTED: the grid). o shares no element with q, k or v (it may be a view of one packed
  * buffer with them, e.g. (B, S, 4, H, D)). lse: NULL or fp32 (batch, heads, seqlen_q)
  * contiguous, sharing no memory with q, k, v or o; the natural log-sum-exp of the scaled
  * scores, within 1e-4 of float64; rows with nothing to attend get O = 0 and LSE = -inf. Kernels that sum the softmax rows on the tensor cores (names with
@@ -95,8 +99,10 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
 /* Backward (paper Algorithm 3): dq, dk, dv from q, k, v, the forward's o and lse, and dout
  * (the gradient of the loss with respect to o). q, k, v, o, dout, dq, dk, dv: the dtype and
  * shapes of fa3_forward (dq and o like q, dout like o, dk and dv like k and v), any strides it
- * accepts (e.g. views into packed buffers); head_dim 64, 128 or 256; batch and q->heads at
- * most 65535 (the preprocess's and postprocess's grids). dq, dk and dv share no
+ * accepts (e.g. views into packed buffers); head_dim 64, 128 or 256. Sizes: fa3_forward's
+ * 2^31 - 1 and 2^31 - 128 bounds (not its causal sum); batch and q->heads at most 65535 (the
+ * preprocess's and postprocess's grids) and k->batch * k->heads * ceil(seqlen_k / 64) at
+ * most 2^31 - 1 (the main grid): FA3_ERR_UNSUPPORTED. dq, dk and dv share no
  * memory with an input, each other or the workspace. lse: the fp32 (batch, heads, seqlen_q)
  * that fa3_forward wrote for this o. GQA/MQA: dk and dv are summed over the query heads of
  * each K/V head's group. p: as fa3_forward's (NULL means {0, 0, 0}); p->deterministic picks
@@ -135,11 +141,13 @@ const char* fa3_last_error(void);
  * index in [0, fa3_kernel_count()). */
 int fa3_kernel_count(void);
 const char* fa3_kernel_name(int index);
-/* The sm_90a cubin of a compiled kernel (for SASS inspection: tools/fa3-sass). */
+/* The sm_90a cubin of a compiled kernel (for SASS inspection: build/fa3-sass, docs/fa3_sass.md).
+ * FA3_ERR_INVALID_ARGUMENT for a NULL argument or a name that is not compiled in. */
 fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* size);
 
 /* Validates a tuning-table JSON file without a GPU or driver: FA3_OK, or
- * FA3_ERR_TUNING_TABLE with the file, the entry and the reason in fa3_last_error(). */
+ * FA3_ERR_TUNING_TABLE with the file, the entry and the reason in fa3_last_error()
+ * (FA3_ERR_INVALID_ARGUMENT for a NULL path). */
 fa3_status fa3_tuning_table_validate(const char* path);
 
 /* The kernel the handle's tuning table picks for this forward problem (same argument

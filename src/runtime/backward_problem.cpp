@@ -12,11 +12,6 @@ using namespace tensor_rules;
 
 namespace {
 
-// The kernels index rows with 32-bit integers, also after rounding a sequence up to whole
-// blocks: 2^31 - 128 is a multiple of every block size (64, 80 and 128 rows or keys), so no
-// rounding of a length up to it passes 2^31 - 1.
-constexpr int64_t kMaxBackwardSeqlen = 2147483647 - 127;
-
 // The smallest block_n of a backward kernel (the _kvh kernels' 64; the others' 80 or 128): the
 // main grid's CTA count is largest with it.
 constexpr int64_t kSmallestKeyBlock = 64;
@@ -39,13 +34,6 @@ Error check_pair_layout(const fa3_tensor& t, const char* name) {
                      ") must be even (the kernels access element pairs)");
     return Error::ok();
   });
-}
-
-Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name) {
-  if (t.seqlen <= kMaxBackwardSeqlen) return Error::ok();
-  return invalid(std::string(name) + "->seqlen must be at most " + num(kMaxBackwardSeqlen) +
-                 " for fa3_backward (got " + num(t.seqlen) +
-                 "): rounded up to whole blocks it must stay below 2^31");
 }
 
 // The preprocess's and postprocess's grids are (query blocks, heads, batch): the y and z of a
@@ -157,8 +145,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
                    num(k->heads) + ") (grouped-query attention)");
   e = check_layout(*q, "q", 2);
   if (!e.failed()) e = check_layout(*k, "k", 2);
-  if (!e.failed()) e = check_seqlen_for_blocks(*q, "q");
-  if (!e.failed()) e = check_seqlen_for_blocks(*k, "k");
+  if (!e.failed()) e = check_seqlen_for_blocks(*q, "q", "fa3_backward");
+  if (!e.failed()) e = check_seqlen_for_blocks(*k, "k", "fa3_backward");
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
   const Int128 workspace =

@@ -55,6 +55,9 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
     e = check_layout(*tensors[i], names[i], 2);
     if (e.failed()) return e;
   }
+  e = check_seqlen_for_blocks(*q, "q", "fa3_forward");
+  if (!e.failed()) e = check_seqlen_for_blocks(*k, "k", "fa3_forward");
+  if (e.failed()) return e;
 
   // grid: ceil(seqlen_q / 64) query blocks at most (the smallest block_m) per (batch, head)
   const Int128 blocks = static_cast<Int128>((q->seqlen + 63) / 64) * q->heads * q->batch;
@@ -67,6 +70,12 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
   ForwardProblem prob;
   e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);
   if (e.failed()) return e;
+  // A causal kernel finds a row's last key as row + 1 + seqlen_k - seqlen_q in 32 bits, for
+  // rows up to seqlen_q rounded up to a whole block.
+  if (prob.causal && q->seqlen + k->seqlen > kMaxBlockedSeqlen)
+    return invalid("q->seqlen + k->seqlen (" + num(q->seqlen + k->seqlen) +
+                   ") must be at most " + num(kMaxBlockedSeqlen) +
+                   " for a causal fa3_forward: its diagonal is found in 32-bit arithmetic");
   set_problem_shape(*q, *k, &prob);
   *out = prob;
   return Error::ok();

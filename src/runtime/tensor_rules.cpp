@@ -56,6 +56,13 @@ Error check_sizes(const fa3_tensor& t, const char* name) {
   return Error::ok();
 }
 
+Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name, const char* call) {
+  if (t.seqlen <= kMaxBlockedSeqlen) return Error::ok();
+  return invalid(std::string(name) + "->seqlen must be at most " + num(kMaxBlockedSeqlen) +
+                 " for " + call + " (got " + num(t.seqlen) +
+                 "): rounded up to whole blocks it must stay below 2^31");
+}
+
 Error check_layout(const fa3_tensor& t, const char* name, int64_t element_bytes) {
   if (reinterpret_cast<uintptr_t>(t.data) % 16 != 0)
     return invalid(std::string(name) + "->data (" + pointer_text(t.data) +
@@ -116,7 +123,7 @@ Error check_attention_params(const fa3_params* p, int64_t head_dim, bool* causal
     std::snprintf(got, sizeof got, "%g", static_cast<double>(p->softmax_scale));
     return invalid(std::string("p->softmax_scale is ") + got +
                    ": softmax_scale * log2(e), which the kernels use, must fit in a float, so "
-                   "the scale must be at most 2.35e+38");
+                   "the scale must be at most FLT_MAX / log2(e), about 2.3587e+38");
   }
   *causal = p->causal == 1;
   *scale = p->softmax_scale != 0.0f

@@ -15,6 +15,10 @@ namespace fa3 {
 // The largest sequence length, head count and batch fa3 accepts: kernels index rows with
 // 32-bit integers and the grid has at most 2^31 - 1 blocks.
 constexpr int64_t kMaxExtent = 2147483647;
+// The longest sequence the kernels take: they index rows and keys with 32-bit integers, also
+// after rounding a length up to whole blocks. 2^31 - 128 is a multiple of every block size
+// (64, 80 and 128 rows or keys), so no rounding of a length up to it passes 2^31 - 1.
+constexpr int64_t kMaxBlockedSeqlen = kMaxExtent - 127;
 
 // Rules on one tensor descriptor, and whether two share memory, with the forward's sentences.
 // No heap allocation on the success path: the checks run on every call.
@@ -44,6 +48,8 @@ bool overlaps(const ByteRange& a, const ByteRange& b);
 
 // batch, seqlen and heads in [1, kMaxExtent].
 Error check_sizes(const fa3_tensor& t, const char* name);
+// seqlen at most kMaxBlockedSeqlen; `call` names the function in the sentence.
+Error check_seqlen_for_blocks(const fa3_tensor& t, const char* name, const char* call);
 // The rules every layout shares, around a layout's own rule for a dimension: each dimension
 // that steps (size > 1) has a positive stride, then passes `dim_rule(d, field)` (field:
 // "<name>-><stride_name>"); the tensor's last byte lies below 2^64. The first broken rule is
