@@ -732,6 +732,17 @@ TEST_CASE("the _kvt backward: 80-key blocks at head dim 256, dQ in a ring of thr
   CHECK(why.find("_kvh or _kvt") != std::string::npos);
 }
 
+TEST_CASE("one Q/dO stage only where the consumers release dO_i (_kvh, _kvt)", "[cpu][registry]") {
+  // With one stage dO_i has barriers of its own (split_qdo_barriers), which only the _kvh and
+  // _kvt consumers release: any other kernel's producer would wait for the second step's.
+  check_invalid_bwd_configs({"fa3_bwd_bf16_d64_m64_n128_s1_w2", "fa3_bwd_bf16_d128_m64_n128_s1_w2_dqh",
+                             "fa3_bwd_bf16_d64_m128_n128_s1_w2_dqq_causal",
+                             "fa3_bwd_bf16_d128_m80_n128_s1_w2_dqt"});
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d64_m64_n128_s2_w2"));
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n64_s1_w2_kvh_dqh"));
+  CHECK(fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh"));
+}
+
 TEST_CASE("the _dqt backward: dQ^T, 80-row query blocks at head dim 128", "[cpu][registry]") {
   const auto c = fa3::parse_bwd_kernel_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt");
   REQUIRE(c);

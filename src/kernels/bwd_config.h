@@ -47,7 +47,8 @@
 // thread and the consumers 232, not 24 and 240; ptxas then schedules the consumers' step
 // differently (d128 causal: +1-2% from 2k on an H200 and an H100, docs/perf-history.md v28l).
 // _pt (BwdConfig::persistent): one CTA per SM walks tiles (K/V blocks) drawn from a counter in
-// the workspace: the first blockIdx.x, each next one drawn by the producer once it has issued
+// the workspace: the first blockIdx.x (with ordered adds drawn too, in the order of the draws:
+// bwd_first_tile), each next one drawn by the producer once it has issued
 // the last one's loads, so that the long causal tiles even out as the hardware's dispatch of
 // one CTA a tile does. A tile's end does not wait for its dK_j and dV_j to leave: each
 // warpgroup stages its 64 keys of them in its dQ buffer (one more use of the buffer: it must
@@ -60,8 +61,7 @@
 // a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal (+1-3% from 1k to 4k,
 // v34; level or ahead from 12k since v46f, v47b), d128 causal below 6144 (v44b) and d128
 // non-causal from 1024 (+1%, v36); d64 non-causal it is 3-8% slower (docs/perf-history.md
-// v34). The grid leaves one SM in 64 to the postprocess, which runs there beside it
-// (runtime/backward_launch.h, v44).
+// v34). The grid takes every SM (at most sm_count CTAs): the postprocess follows it.
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)
 // and <name>_post (dQ to the dtype, scaled); where causal_last_first, a fourth, <name>_lf
@@ -266,7 +266,8 @@ struct BwdSmemLayout {
     // kv_full; full[s] (Q_i, LSE_i; unsplit also dO_i, D_i), empty[s] (the same);
     // dq_full[slot], dq_empty[slot]; split_qdo_barriers: do_full[s], do_empty[s]; _pt:
     // kv_empty, tile_full[2], tile_empty[2], dkv_full[warpgroup], and 32 bytes for the two
-    // tile slots, three roles' carries and the dQ writer's pair (4 bytes each); dV_j staged in
+    // tile slots, three roles' carries and the first tile with ordered adds (4 bytes each, at
+    // +0, +4, +8..+16 and +24; +20 unused); dV_j staged in
     // the dS^T stages: dv_read (its place kept in every _pt kernel); after it,
     // k_double_buffered: k_full[2], k_empty[2]; kv_released_apart: k_empty
     return 1u + 2u * c.stages + 2u * static_cast<uint32_t>(c.dq_slots()) +
@@ -338,6 +339,10 @@ constexpr bool bwd_config_is_valid(const BwdConfig& c) {
            (!c.dv_staged_in_ds() ||
             (c.ds_stages() == c.consumer_warpgroups && c.block_n * c.block_m >= 64 * c.head_dim)))) &&
          c.stages >= 1 && c.stages <= 3 &&
+         // One stage splits Q_i and dO_i onto barriers of their own (split_qdo_barriers),
+         // whose dO_i release only the _kvh and _kvt consumers make: elsewhere the producer's
+         // second step would wait for it forever.
+         (c.stages >= 2 || c.kv_split_head_dim() || c.kv_transposed()) &&
          c.dq_rows() == 64 && BwdSmemLayout::of(c).total_bytes <= kBwdSmemLimit;
 }
 

@@ -1,6 +1,6 @@
 // FlashAttention-3 backward (paper Algorithm 3), warp-specialized.
 //
-// One CTA owns block_n keys (128; 80 at head dim 256) of one (batch, K/V head): their K_j and
+// One CTA owns block_n keys (128; 80 at head dim 256, 64 in the lab's _kvh) of one (batch, K/V head): their K_j and
 // V_j are loaded once, and dK_j, dV_j stay in registers while the CTA walks every query block
 // of every query head of the K/V head's group (GQA/MQA: the group's sum needs no atomics and
 // no copy of K/V); at the end they go out through K_j's and V_j's tiles by TMA stores.
@@ -10,7 +10,8 @@
 //   warpgroup 0, warp 1   the dQ writer: adds each step's dQ parts into the fp32 accumulator
 //                         of the workspace with bulk reduce-adds from shared memory, one per
 //                         warpgroup's part (line 33); with ordered adds (the deterministic
-//                         mode, small causal calls) after the K/V block before it
+//                         mode, small causal calls) after the K/V blocks ranked before it
+//                         (K/V block order, or the last block's first: _lf)
 //   warpgroups 1..2       consumers, 64 keys each: S^T = K Q^T and dP^T = V dO^T (SS-wgmma,
 //                         keys as M, so that P^T and dS^T come out in the accumulator layout
 //                         of the RS-wgmma A operand), P^T = exp(S^T - L), dS^T = P^T (dP^T - D),
@@ -66,7 +67,7 @@ namespace fa3 {
 enum BwdBarrier : uint32_t {
   kBwdBarrierDsAll = 1,   // both warpgroups' dS^T rows are stored (kSharedDs, _kvt: the GEMMs
                           // that follow read both)
-  kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are
+  kBwdBarrierDsBase = 2,  // + consumer warpgroup (key split): its dS^T rows are stored
   kBwdBarrierEpilogue = 4,  // the consumers' dK_j and dV_j staging (K_j's and V_j's tiles; _pt
                             // with dV_j in the dS^T stages: both read them)
   kBwdBarrierDsFreeBase = 5,  // + consumer warpgroup (_kvt): the other's reads of the last
@@ -647,6 +648,10 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       } else {
         tile::wait_counter_equals(semaphore, w.n_block);  // K/V block 0 stores
       }
+      // What the turn's acquire saw (the CTAs before this one in the order: their stores and
+      // adds, published by their releases) ordered before this thread's bulk operations, as
+      // in bwd_dq_writer. (The early turn was awaited in the step before or ahead of the loop.)
+      ptx::fence_proxy_async_global();
     }
     int last_slot = 0;
 #pragma unroll
