@@ -648,10 +648,14 @@ __device__ __forceinline__ void bwd_dq_adder(const BwdParams& p, const BwdSmem<T
       } else {
         tile::wait_counter_equals(semaphore, w.n_block);  // K/V block 0 stores
       }
-      // What the turn's acquire saw (the CTAs before this one in the order: their stores and
-      // adds, published by their releases) ordered before this thread's bulk operations, as
-      // in bwd_dq_writer. (The early turn was awaited in the step before or ahead of the loop.)
-      ptx::fence_proxy_async_global();
+      // No proxy fence between the turn's acquire and this thread's bulk operations, unlike
+      // bwd_dq_writer's ticket path: the PTX memory model orders an async-proxy access after a
+      // generic acquire only through fence.proxy.async, but here the bulk reduce-add, which
+      // is performed in L2, issues only once the acquire has returned the count that the
+      // CTA before published after its bulk writes completed and its own proxy fence
+      // (bwd_dq_end_step). The public FA3's deterministic dQ adds rely on the same. With the
+      // fence (a MEMBAR on each link of the chain), d128 causal's deterministic mode lost
+      // 7-8% on an H200, 0.825 of the default at 4k (docs/perf-history.md v87).
     }
     int last_slot = 0;
 #pragma unroll
