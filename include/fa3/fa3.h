@@ -72,7 +72,8 @@ fa3_status fa3_destroy(fa3_handle* h);
  * head_dim 64, 128 or 256. Sizes: batch, seqlen and heads from 1 to 2^31 - 1; seqlen_q and
  * seqlen_k at most 2^31 - 128 = 2147483520 (the kernels round them up to whole blocks in 32
  * bits), and for a causal call seqlen_q + seqlen_k at most that too; batch * q->heads *
- * ceil(seqlen_q / 64) at most 2^31 - 1 (FA3_ERR_UNSUPPORTED: the grid). o shares no element with q, k or v (it may be a view of one packed
+ * ceil(seqlen_q / 64) at most 2^31 - 1 (FA3_ERR_UNSUPPORTED: the grid).
+ * o shares no element with q, k or v (it may be a view of one packed
  * buffer with them, e.g. (B, S, 4, H, D)). lse: NULL or fp32 (batch, heads, seqlen_q)
  * contiguous, sharing no memory with q, k, v or o; the natural log-sum-exp of the scaled
  * scores, within 1e-4 of float64; rows with nothing to attend get O = 0 and LSE = -inf. Kernels that sum the softmax rows on the tensor cores (names with

@@ -313,8 +313,8 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
             _device_handle(handle, lib, q.device)._in_use() as handle_pointer:
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         if kernel is None:
-            status = lib.fa3_forward(handle_pointer, q_desc, k_desc, v_desc, out_desc, lse_pointer,
-                                     params, stream)
+            status = lib.fa3_forward(handle_pointer, q_desc, k_desc, v_desc, out_desc,
+                                     lse_pointer, params, stream)
             raise_for_status(lib, status, "fa3_forward")
         else:
             if not isinstance(kernel, str):
@@ -504,8 +504,8 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
         stream = torch.cuda.current_stream(q.device).cuda_stream or None
         nbytes = _workspace_bytes(lib, handle_pointer, q_desc, k_desc, params)
         workspace, workspace_pointer = _allocate_workspace(torch, nbytes, q.device)
-        status = lib.fa3_backward(handle_pointer, q_desc, k_desc, v_desc, out_desc, dout_desc,
-                                  lse_pointer, dq_desc, dk_desc, dv_desc, params,
+        status = lib.fa3_backward(handle_pointer, q_desc, k_desc, v_desc, out_desc,
+                                  dout_desc, lse_pointer, dq_desc, dk_desc, dv_desc, params,
                                   workspace_pointer, nbytes, stream)
         raise_for_status(lib, status, "fa3_backward")
         # Back to PyTorch's cache now: only work queued after ours on this stream can get it.

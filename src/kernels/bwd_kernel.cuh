@@ -1,9 +1,10 @@
 // FlashAttention-3 backward (paper Algorithm 3), warp-specialized.
 //
-// One CTA owns block_n keys (128; 80 at head dim 256, 64 in the lab's _kvh) of one (batch, K/V head): their K_j and
-// V_j are loaded once, and dK_j, dV_j stay in registers while the CTA walks every query block
-// of every query head of the K/V head's group (GQA/MQA: the group's sum needs no atomics and
-// no copy of K/V); at the end they go out through K_j's and V_j's tiles by TMA stores.
+// One CTA owns block_n keys (128; 80 at head dim 256, 64 in the lab's _kvh) of one (batch,
+// K/V head): their K_j and V_j are loaded once, and dK_j, dV_j stay in registers while the CTA
+// walks every query block of every query head of the K/V head's group (GQA/MQA: the group's
+// sum needs no atomics and no copy of K/V); at the end they go out through K_j's and V_j's
+// tiles by TMA stores.
 //   warpgroup 0, warp 0   the producer: K_j and V_j, then Q_i, dO_i (TMA) and LSE_i, D_i (bulk
 //                         copies) of each step into an s-stage pipeline (lines 4-12); with
 //                         one stage, dO_i and D_i on a barrier of their own (split_qdo_barriers)

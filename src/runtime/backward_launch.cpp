@@ -83,8 +83,7 @@ namespace {
 
 // Everything but the launches and the workspace: the parameter block (tensor maps, strides,
 // sizes; the workspace's regions left null) and the grids (a persistent main kernel's: at most
-// sm_count CTAs). Fails (before anything runs) when the driver
-// rejects a tensor map.
+// sm_count CTAs). Fails (before anything runs) when the driver rejects a tensor map.
 Error build_backward_params(const Driver& d, const KernelInfo& kernel, const BackwardProblem& prob,
                             const fa3_tensor& q, const fa3_tensor& k, const fa3_tensor& v,
                             const fa3_tensor& o, const fa3_tensor& dout, const float* lse,
