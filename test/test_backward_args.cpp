@@ -1005,6 +1005,35 @@ TEST_CASE("backward: the handle's workspace grows per stream and is freed with t
   CHECK(fake().live_events() == events - 2);       // and their events
 }
 
+TEST_CASE("backward: a capture on another thread (global mode) survives the handle's "
+          "workspace calls",
+          "[cpu][api][runtime]") {
+  // cuEventQuery, cuMemAlloc, cuMemFree and cuStreamSynchronize are what a global-mode capture
+  // elsewhere forbids (PyTorch's default); the handle makes them in relaxed mode.
+  FakeHandle fh;
+  Args a;
+  a.workspace = nullptr;
+  Args large = a;
+  for (fa3_tensor* t : large.like_q()) {
+    t->seqlen = 4000;
+    t->stride_batch = 4000 * 8 * 128;
+  }
+  fake().set_foreign_capture(1);
+  auto stream = [](uintptr_t n) { return reinterpret_cast<void*>(n); };
+  REQUIRE(a.run(fh.h, stream(0x7001)) == FA3_OK);      // an event, a workspace
+  REQUIRE(a.run(fh.h, stream(0x7002)) == FA3_OK);      // takes it over (an event query)
+  fake().set_stream_busy(stream(0x7002), 1);
+  REQUIRE(large.run(fh.h, stream(0x7002)) == FA3_OK);  // grows it: a stream wait, a free
+  CHECK(fake().count("cuEventQuery") >= 1);
+  CHECK(fake().count("cuMemAlloc") == 2);
+  CHECK(fake().count("cuMemFree") == 1);
+  CHECK(fake().count("cuStreamSynchronize") == 1);
+  CHECK(fake().foreign_capture_invalidated() == 0);
+  CHECK(fake().capture_mode() == CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's, restored
+  fake().set_stream_busy(stream(0x7002), 0);
+  fake().set_foreign_capture(0);
+}
+
 TEST_CASE("backward: a stream takes over a handle's workspace whose last call has run",
           "[cpu][api][runtime]") {
   FakeHandle fh;

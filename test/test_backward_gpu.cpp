@@ -956,6 +956,16 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
   }
 }
 
+// A causal bf16 forward kernel of head dim `d` that draws its tiles from the stream's
+// counter, by name (one that sums its rows in fp32: the calls pass an lse); "" if none.
+std::string tile_drawing_forward_kernel(int64_t d) {
+  for (const fa3::KernelInfo& k : fa3::compiled_kernels())
+    if (k.direction == fa3::Direction::Forward && k.fwd.draws_tiles() && k.fwd.causal &&
+        k.fwd.head_dim == d && k.fwd.dtype == fa3::DType::BF16 && !k.fwd.row_sum_mma)
+      return k.name;
+  return "";
+}
+
 TEST_CASE("CUDA graphs: the backward without a workspace and a tile counter before the context "
           "has any are refused during capture; captured calls replay bit for bit",
           "[gpu][backward]") {
@@ -985,15 +995,7 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a tile counter befo
   auto poison_outputs = [&] {
     for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
   };
-  // A causal forward kernel that draws its tiles from the stream's counter, by name (one that
-  // sums its rows in fp32: the call passes an lse).
-  std::string drawing;
-  for (const fa3::KernelInfo& k : fa3::compiled_kernels())
-    if (k.direction == fa3::Direction::Forward && k.fwd.draws_tiles() && k.fwd.causal &&
-        k.fwd.head_dim == D && k.fwd.dtype == fa3::DType::BF16 && !k.fwd.row_sum_mma) {
-      drawing = k.name;
-      break;
-    }
+  const std::string drawing = tile_drawing_forward_kernel(D);
   REQUIRE_FALSE(drawing.empty());
   INFO(drawing);
   // Each call's status and fa3_last_error().
@@ -1068,6 +1070,98 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a tile counter befo
   }
   cudaStreamDestroy(fresh);
   cudaStreamDestroy(stream);
+}
+
+TEST_CASE("CUDA graphs: a global-mode capture on another thread survives the handle's first "
+          "calls on other streams, which load, allocate and wait",
+          "[gpu][backward]") {
+  // PyTorch captures in global mode, in which the driver refuses a thread's cuMemAlloc,
+  // cuMemFree, cuStreamSynchronize and cuEventQuery while any thread captures, and the refusal
+  // invalidates the capture. A fresh handle's first forward with a tile counter (the module
+  // load, the counters' allocation and zeroing) and first backward without a workspace (an
+  // event, the workspace's allocation) run here while another thread captures.
+  const int64_t D = 128;
+  Case c;
+  c.bf16 = true; c.head_dim = D; c.causal = true; c.batch = 2; c.seqlen_q = c.seqlen_k = 700;
+  c.heads = 4; c.heads_kv = 2; c.deterministic = true;
+  Runner runner;
+  RandomTensors tensors(c, 701);
+  DeviceBuffer* in = tensors.in;
+  fa3_tensor* x = tensors.x;
+  DeviceBuffer& lse = tensors.lse;
+  const fa3_params params{0.0f, 1, 1};
+  const std::string drawing = tile_drawing_forward_kernel(D);
+  REQUIRE_FALSE(drawing.empty());
+  INFO(drawing);
+  auto download = [&](int t) {
+    std::vector<uint16_t> bits(static_cast<size_t>(c.elements(t)));
+    in[t].download(bits.data(), bits.size() * 2);
+    return bits;
+  };
+  auto outputs = [&] {
+    std::vector<std::vector<uint16_t>> all;
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) all.push_back(download(t));
+    return all;
+  };
+  auto poison_outputs = [&] {
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
+  };
+  // The forward and the backward (the handle's workspace) on `stream`; each call's status and
+  // sentence. No CUDA runtime call: a test's own could break the capture too.
+  auto calls = [&](cudaStream_t stream, std::string* errors) {
+    fa3_status st = fa3_forward_with_kernel(runner.handle(), drawing.c_str(), &x[kQ], &x[kK],
+                                            &x[kV], &x[kO], lse.as<float>(), &params, stream);
+    *errors = fa3_last_error();
+    if (st != FA3_OK) return st;
+    st = fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
+                      &x[kDq], &x[kDk], &x[kDv], &params, nullptr, 0, stream);
+    *errors = fa3_last_error();
+    return st;
+  };
+  cudaStream_t captured, other;
+  cuda_check(cudaStreamCreateWithFlags(&captured, cudaStreamNonBlocking), "stream");
+  cuda_check(cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "stream");
+  DeviceBuffer scratch(4096);
+  poison_outputs();
+  cuda_check(cudaDeviceSynchronize(), "the poison");
+
+  std::atomic<int> stage{0};
+  cudaError_t began = cudaErrorUnknown, ended = cudaErrorUnknown;
+  cudaGraph_t graph = nullptr;
+  std::thread capturer([&] {
+    began = cudaStreamBeginCapture(captured, cudaStreamCaptureModeGlobal);
+    if (began == cudaSuccess) cudaMemsetAsync(scratch.get(), 0, 4096, captured);
+    stage = 1;
+    while (stage.load() != 2) std::this_thread::yield();
+    if (began == cudaSuccess) ended = cudaStreamEndCapture(captured, &graph);
+  });
+  while (stage.load() != 1) std::this_thread::yield();
+  std::string errors;
+  const fa3_status during = calls(other, &errors);
+  stage = 2;
+  capturer.join();
+  INFO(errors);
+  CHECK(began == cudaSuccess);
+  CHECK(during == FA3_OK);
+  CHECK(ended == cudaSuccess);  // the capture was not invalidated
+  if (graph) {
+    cudaGraphExec_t exec = nullptr;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+    if (exec) {
+      CHECK(cudaGraphLaunch(exec, captured) == cudaSuccess);
+      cudaGraphExecDestroy(exec);
+    }
+    cudaGraphDestroy(graph);
+  }
+  cuda_check(cudaDeviceSynchronize(), "the calls during the capture");
+  const std::vector<std::vector<uint16_t>> got = outputs();
+  // The same calls with no capture anywhere: the same bits (the deterministic order).
+  poison_outputs();
+  REQUIRE(calls(other, &errors) == FA3_OK);
+  cuda_check(cudaStreamSynchronize(other), "the calls after the capture");
+  CHECK(got == outputs());
+  cudaStreamDestroy(other);
+  cudaStreamDestroy(captured);
 }
 
 TEST_CASE("fa3_backward honours softmax_scale; the caller's workspace", "[gpu][backward]") {

@@ -367,6 +367,50 @@ TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][ru
   fa3_destroy(h);
 }
 
+TEST_CASE("fake driver: a capture on another thread (global mode) survives the first call's "
+          "module load and tile counters",
+          "[cpu][runtime]") {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = compiled_d128(causal_persistent);
+  REQUIRE(name);
+  fake().set_foreign_capture(1);
+  // The fake refuses cuMemAlloc to a thread in global mode meanwhile, as the driver does, and
+  // the refusal breaks the capture.
+  {
+    using GetProc = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                 CUdriverProcAddressQueryResult*);
+    void* lib = dlopen(fake_library_path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+    REQUIRE(lib != nullptr);
+    const auto get_proc = reinterpret_cast<GetProc>(dlsym(lib, "cuGetProcAddress_v2"));
+    REQUIRE(get_proc != nullptr);
+    void* fn = nullptr;
+    REQUIRE(get_proc("cuMemAlloc", &fn, 3020, 0, nullptr) == CUDA_SUCCESS);
+    CUdeviceptr p = 0;
+    CHECK(reinterpret_cast<CUresult (*)(CUdeviceptr*, size_t)>(fn)(&p, 64) ==
+          CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    CHECK(fake().foreign_capture_invalidated() == 1);
+    dlclose(lib);
+  }
+  fake().set_foreign_capture(1);  // a fresh capture
+  const size_t allocations = FakeCuda::count(fake().calls(), "cuMemAlloc");
+  // The first call of a kernel with a tile counter on a new stream: the module is loaded, a
+  // block of counters allocated and zeroed (a stream wait), all in relaxed mode.
+  REQUIRE(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
+                                  reinterpret_cast<void*>(0x50)) == FA3_OK);
+  CHECK(FakeCuda::count(fake().calls(), "cuModuleLoadData") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuMemAlloc") == allocations + 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuStreamSynchronize") == 1);
+  CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 1);
+  CHECK(fake().foreign_capture_invalidated() == 0);
+  CHECK(fake().capture_mode() == CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's, restored
+  fa3_destroy(h);  // frees the block and unloads the module, relaxed too
+  CHECK(fake().foreign_capture_invalidated() == 0);
+  CHECK(fake().capture_mode() == CU_STREAM_CAPTURE_MODE_GLOBAL);
+  fake().set_foreign_capture(0);
+}
+
 TEST_CASE("fake driver: tile counters during a graph capture: none allocated, found by the "
           "stream's handle or spare",
           "[cpu][runtime]") {

@@ -42,6 +42,7 @@ namespace fa3 {
   X(cuMemsetD32Async, memset_d32_async, 3020)                 \
   X(cuStreamGetId, stream_get_id, 12000)                      \
   X(cuStreamIsCapturing, stream_is_capturing, 10000)          \
+  X(cuThreadExchangeStreamCaptureMode, thread_exchange_stream_capture_mode, 10010) \
   X(cuStreamCreate, stream_create, 2000)                      \
   X(cuStreamDestroy, stream_destroy, 4000)                    \
   X(cuStreamSynchronize, stream_synchronize, 2000)            \
@@ -63,6 +64,27 @@ struct Driver {
   // libcuda.so.1, resolves every entry point and calls cuInit. FA3_ERR_NO_DRIVER when the
   // library or an entry point is missing, FA3_ERR_NO_DEVICE when cuInit finds no device.
   static Error load(Driver* out);
+
+  // Allows the calling thread, while it lives, the driver calls that a CUDA graph capture
+  // elsewhere forbids it (cuMemAlloc, cuMemFree, cuStreamSynchronize, cuEventQuery, module
+  // loads): in the default global mode a capture on any thread (PyTorch's) makes them fail and
+  // invalidates that capture, though the handle's such calls touch no capturing stream (the
+  // caller's stream is asked first). The thread's mode is restored after.
+  class RelaxedCaptureMode {
+   public:
+    explicit RelaxedCaptureMode(const Driver& d)
+        : d_(d), exchanged_(d.thread_exchange_stream_capture_mode(&mode_) == CUDA_SUCCESS) {}
+    ~RelaxedCaptureMode() {
+      if (exchanged_) d_.thread_exchange_stream_capture_mode(&mode_);
+    }
+    RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+    RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+   private:
+    const Driver& d_;
+    CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+    bool exchanged_;
+  };
 
   // "CUDA_ERROR_INVALID_VALUE (invalid argument)" for messages.
   std::string describe(CUresult r) const;

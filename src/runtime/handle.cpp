@@ -63,6 +63,7 @@ void destroy_handle(fa3_handle* h) {
   // Only the primary context as it is now: what a reset took with it is gone, and its device
   // addresses may belong to new allocations.
   Context primary{h->primary, 0};
+  const Driver::RelaxedCaptureMode relaxed(d);
   if (d.ctx_get_id(h->primary, &primary.id) == CUDA_SUCCESS &&
       d.ctx_push_current(h->primary) == CUDA_SUCCESS) {
     for (const fa3_handle::LoadedKernel& k : h->loaded)
@@ -137,6 +138,7 @@ Error load_kernel(fa3_handle* h, const Context& context, const KernelInfo& kerne
                                                h->device_name + " allows " +
                                                std::to_string(h->max_smem_per_block));
   CUmodule module = nullptr;
+  const Driver::RelaxedCaptureMode relaxed(d);
   CUresult r = d.module_load_data(&module, kernel.cubin);
   if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
   fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr, nullptr};
@@ -290,6 +292,7 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
   }
   fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
+    const Driver::RelaxedCaptureMode relaxed(d);
     CUdeviceptr base = 0;
     CUresult r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
     if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
@@ -348,6 +351,8 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
                       "workspace is NULL but stream is capturing a CUDA graph: the handle's "
                       "workspace may be freed or shared after the capture; pass a workspace of "
                       "fa3_backward_workspace_size bytes that lives as long as the graph");
+  // (Event queries, allocations, frees and a stream wait follow.)
+  const Driver::RelaxedCaptureMode relaxed(d);
   unsigned long long id = 0;
   e = stream_id(d, stream, &id);
   if (e.failed()) return e;

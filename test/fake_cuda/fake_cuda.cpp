@@ -37,6 +37,10 @@ struct State {
   std::string launch_grids;  // per launch: "x " (gridDimX and a space)
   std::string launch_names;  // per launch: the function's name and a space
   CUstream capturing = nullptr;  // the stream cuStreamIsCapturing reports as capturing
+  // A capture in global mode on another thread (fake_cuda_set_foreign_capture): the calls the
+  // driver calls potentially unsafe fail then, unless the calling thread's mode is relaxed.
+  bool foreign_capture = false;
+  bool foreign_capture_invalidated = false;
   // Streams whose work never runs (fake_cuda_set_stream_busy) as if each call added more: an
   // event is complete unless the stream it was last recorded on is one of them.
   std::set<CUstream> busy_streams;
@@ -54,6 +58,7 @@ State& state() {
   return s;
 }
 thread_local CUcontext current = nullptr;
+thread_local CUstreamCaptureMode capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
 
 // Records the call; returns the configured failure for this entry point, else success.
 CUresult enter(const char* name) {
@@ -66,6 +71,19 @@ CUresult enter(const char* name) {
 
 #define FAKE_ENTER(name)                  \
   if (CUresult r_ = enter(name)) return r_
+
+// A call the driver forbids while a global-mode capture runs on another thread, unless this
+// thread's capture mode is relaxed (cuThreadExchangeStreamCaptureMode); as the driver, the
+// refusal invalidates that capture (fake_cuda_foreign_capture_invalidated).
+bool forbidden_by_capture() {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.foreign_capture || capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED) return false;
+  s.foreign_capture_invalidated = true;
+  return true;
+}
+#define FAKE_UNSAFE()                                             \
+  if (forbidden_by_capture()) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
 
 CUresult get_error_name(CUresult r, const char** s) {
   *s = r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_FAKE";
@@ -177,12 +195,17 @@ CUresult func_set_attribute(CUfunction, CUfunction_attribute, int) {
 }
 CUresult mem_alloc(CUdeviceptr* p, size_t bytes) {
   FAKE_ENTER("cuMemAlloc");
+  FAKE_UNSAFE();
   std::lock_guard<std::mutex> lock(state().mutex);
   *p = 0x10000000ull + 0x100000ull * static_cast<CUdeviceptr>(++state().allocations);
   state().allocated_bytes.push_back(bytes);
   return CUDA_SUCCESS;
 }
-CUresult mem_free(CUdeviceptr) { FAKE_ENTER("cuMemFree"); return CUDA_SUCCESS; }
+CUresult mem_free(CUdeviceptr) {
+  FAKE_ENTER("cuMemFree");
+  FAKE_UNSAFE();
+  return CUDA_SUCCESS;
+}
 CUresult memset_d32_async(CUdeviceptr, unsigned int, size_t, CUstream) {
   FAKE_ENTER("cuMemsetD32Async");
   return CUDA_SUCCESS;
@@ -193,7 +216,11 @@ CUresult stream_create(CUstream* s, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult stream_destroy(CUstream) { FAKE_ENTER("cuStreamDestroy"); return CUDA_SUCCESS; }
-CUresult stream_synchronize(CUstream) { FAKE_ENTER("cuStreamSynchronize"); return CUDA_SUCCESS; }
+CUresult stream_synchronize(CUstream) {
+  FAKE_ENTER("cuStreamSynchronize");
+  FAKE_UNSAFE();
+  return CUDA_SUCCESS;
+}
 CUresult event_create(CUevent* e, unsigned) {
   FAKE_ENTER("cuEventCreate");
   std::lock_guard<std::mutex> lock(state().mutex);
@@ -212,6 +239,7 @@ CUresult event_record(CUevent e, CUstream s) {
 // Never recorded: complete, as the driver says.
 CUresult event_query(CUevent e) {
   FAKE_ENTER("cuEventQuery");
+  FAKE_UNSAFE();
   std::lock_guard<std::mutex> lock(state().mutex);
   auto it = state().events.find(e);
   if (it == state().events.end()) return CUDA_ERROR_INVALID_HANDLE;
@@ -239,6 +267,13 @@ CUresult stream_is_capturing(CUstream s, CUstreamCaptureStatus* status) {
   std::lock_guard<std::mutex> lock(state().mutex);
   *status = s != nullptr && s == state().capturing ? CU_STREAM_CAPTURE_STATUS_ACTIVE
                                                    : CU_STREAM_CAPTURE_STATUS_NONE;
+  return CUDA_SUCCESS;
+}
+CUresult thread_exchange_stream_capture_mode(CUstreamCaptureMode* mode) {
+  FAKE_ENTER("cuThreadExchangeStreamCaptureMode");
+  const CUstreamCaptureMode old = capture_mode;
+  capture_mode = *mode;
+  *mode = old;
   return CUDA_SUCCESS;
 }
 CUresult launch_kernel_ex(const CUlaunchConfig* config, CUfunction f, void** params, void**) {
@@ -307,6 +342,7 @@ const Entry kEntries[] = {
     {"cuStreamGetId", reinterpret_cast<void*>(stream_get_id)},
     {"cuStreamIsCapturing", reinterpret_cast<void*>(stream_is_capturing)},
     {"cuStreamSynchronize", reinterpret_cast<void*>(stream_synchronize)},
+    {"cuThreadExchangeStreamCaptureMode", reinterpret_cast<void*>(thread_exchange_stream_capture_mode)},
     {"cuEventCreate", reinterpret_cast<void*>(event_create)},
     {"cuEventRecord", reinterpret_cast<void*>(event_record)},
     {"cuEventQuery", reinterpret_cast<void*>(event_query)},
@@ -353,6 +389,7 @@ void fake_cuda_reset() {
   s.launch_names.clear();
   s.allocated_bytes.clear();
   s.capturing = nullptr;
+  s.foreign_capture = s.foreign_capture_invalidated = false;
   s.busy_streams.clear();  // (live events stay: handles outlive a reset)
   current = nullptr;
 }
@@ -370,6 +407,20 @@ int fake_cuda_live_events() {
   std::lock_guard<std::mutex> lock(state().mutex);
   return static_cast<int>(state().events.size());
 }
+// A global-mode capture on another thread (1) or none (0): cuMemAlloc, cuMemFree,
+// cuStreamSynchronize and cuEventQuery fail unless the calling thread's mode is relaxed, and
+// such a failure invalidates the capture.
+void fake_cuda_set_foreign_capture(int on) {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().foreign_capture = on != 0;
+  state().foreign_capture_invalidated = false;
+}
+int fake_cuda_foreign_capture_invalidated() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return state().foreign_capture_invalidated ? 1 : 0;
+}
+// The calling thread's capture mode (CUstreamCaptureMode).
+int fake_cuda_capture_mode() { return static_cast<int>(capture_mode); }
 // Makes cuStreamIsCapturing report `stream` as capturing into a graph (NULL: none).
 void fake_cuda_set_capturing(CUstream stream) {
   std::lock_guard<std::mutex> lock(state().mutex);

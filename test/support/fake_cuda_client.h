@@ -30,6 +30,9 @@ struct FakeCuda {
   void (*renew_context)(int);
   void (*set_stream_busy)(void*, int);
   int (*live_events)();
+  void (*set_foreign_capture)(int);
+  int (*foreign_capture_invalidated)();
+  int (*capture_mode)();
 
   // The driver calls so far, each "name;".
   std::string calls() const {
@@ -111,6 +114,13 @@ inline FakeCuda& fake() {
     REQUIRE(c.set_stream_busy != nullptr);
     c.live_events = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_live_events"));
     REQUIRE(c.live_events != nullptr);
+    c.set_foreign_capture = reinterpret_cast<void (*)(int)>(dlsym(lib, "fake_cuda_set_foreign_capture"));
+    c.foreign_capture_invalidated =
+        reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_foreign_capture_invalidated"));
+    c.capture_mode = reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_capture_mode"));
+    REQUIRE(c.set_foreign_capture != nullptr);
+    REQUIRE(c.foreign_capture_invalidated != nullptr);
+    REQUIRE(c.capture_mode != nullptr);
     REQUIRE(c.allocated_bytes != nullptr);
     REQUIRE(c.last_launch != nullptr);
     return c;
