@@ -277,12 +277,26 @@ const char* fa3_status_string(fa3_status s) {
 
 const char* fa3_last_error(void) { return fa3::last_error_text(); }
 
-int fa3_kernel_count(void) { return static_cast<int>(fa3::all_compiled_kernels().size()); }
+// (The kernel lists are built on first use: their allocations may throw, which must not cross
+// the C boundary.)
+int fa3_kernel_count(void) {
+  int count = 0;
+  guarded([&] {
+    count = static_cast<int>(fa3::all_compiled_kernels().size());
+    return FA3_OK;
+  });
+  return count;
+}
 
 const char* fa3_kernel_name(int index) {
-  const auto& kernels = fa3::all_compiled_kernels();
-  if (index < 0 || index >= static_cast<int>(kernels.size())) return nullptr;
-  return kernels[static_cast<size_t>(index)]->name.c_str();
+  const char* name = nullptr;
+  guarded([&] {
+    const auto& kernels = fa3::all_compiled_kernels();
+    if (index >= 0 && index < static_cast<int>(kernels.size()))
+      name = kernels[static_cast<size_t>(index)]->name.c_str();
+    return FA3_OK;
+  });
+  return name;
 }
 
 fa3_status fa3_kernel_cubin(const char* kernel_name, const void** data, size_t* size) {

@@ -172,7 +172,7 @@ const std::vector<Rule>& forward_rules() {
          a.q.seqlen = a.o.seqlen = 2147483600;
        },
        FA3_ERR_INVALID_ARGUMENT,
-       "q->seqlen must be at most 2147483520 for fa3_forward (got 2147483600): rounded up to "
+       "q->seqlen must be at most 2147483392 for fa3_forward (got 2147483600): rounded up to "
        "whole blocks it must stay below 2^31"},
       {"k seqlen past whole blocks",
        [](Args& a) {
@@ -180,7 +180,7 @@ const std::vector<Rule>& forward_rules() {
          a.k.seqlen = a.v.seqlen = 2147483600;
        },
        FA3_ERR_INVALID_ARGUMENT,
-       "k->seqlen must be at most 2147483520 for fa3_forward (got 2147483600): rounded up to "
+       "k->seqlen must be at most 2147483392 for fa3_forward (got 2147483600): rounded up to "
        "whole blocks it must stay below 2^31"},
       {"causal diagonal past 32 bits",
        [](Args& a) {
@@ -189,7 +189,7 @@ const std::vector<Rule>& forward_rules() {
          a.k.seqlen = a.v.seqlen = 1200000000;
        },
        FA3_ERR_INVALID_ARGUMENT,
-       "q->seqlen + k->seqlen (2200000000) must be at most 2147483520 for a causal fa3_forward: "
+       "q->seqlen + k->seqlen (2200000000) must be at most 2147483392 for a causal fa3_forward: "
        "its diagonal is found in 32-bit arithmetic"},
       {"batch mismatch", [](Args& a) { a.k.batch = 3; }, FA3_ERR_INVALID_ARGUMENT,
        "k->batch (3) must equal q->batch (2)"},
@@ -311,9 +311,9 @@ TEST_CASE("fa3_forward reports each broken rule and makes no driver call", "[cpu
   unsetenv("FA3_LIBCUDA");
 }
 
-TEST_CASE("the causal diagonal's 32-bit bound binds causal calls only, up to its last value",
+TEST_CASE("the 32-bit bounds on the lengths: the causal sum binds causal calls only; each holds at its last value",
           "[cpu][api]") {
-  // Lengths whose sum passes 2^31 - 128, each tensor far from the others (fake addresses).
+  // Lengths whose sum passes 2^31 - 256, each tensor far from the others (fake addresses).
   Args a;
   for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o}) t->batch = 1;
   a.q.data = reinterpret_cast<void*>(uintptr_t{1} << 40);
@@ -329,10 +329,18 @@ TEST_CASE("the causal diagonal's 32-bit bound binds causal calls only, up to its
   CHECK_FALSE(e.failed());
   a.p.causal = 1;
   CHECK(a.check().status == FA3_ERR_INVALID_ARGUMENT);
-  a.k.seqlen = a.v.seqlen = 2147483520 - 1000000000;  // the sum at the bound
+  a.k.seqlen = a.v.seqlen = 2147483392 - 1000000000;  // the sum at the bound
   e = a.check();
   INFO(e.message);
   CHECK_FALSE(e.failed());
+  // One length at its own bound (not causal), and one past it.
+  a.p.causal = 0;
+  a.k.seqlen = a.v.seqlen = 2147483392;
+  e = a.check();
+  INFO(e.message);
+  CHECK_FALSE(e.failed());
+  a.k.seqlen = a.v.seqlen = 2147483393;
+  CHECK(a.check().status == FA3_ERR_INVALID_ARGUMENT);
 }
 
 TEST_CASE("an output whose rows overlap is rejected with the stride named", "[cpu][api]") {

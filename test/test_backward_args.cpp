@@ -153,14 +153,14 @@ const Rule kRules[] = {
        for (fa3_tensor* t : a.like_q()) t->seqlen = 2147483600;
      },
      FA3_ERR_INVALID_ARGUMENT,
-     "q->seqlen must be at most 2147483520 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
+     "q->seqlen must be at most 2147483392 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
     {"k seqlen past whole blocks",
      [](Args& a) {
        for (fa3_tensor* t : a.all()) t->batch = 1;
        for (fa3_tensor* t : a.like_k()) t->seqlen = 2147483600;
      },
      FA3_ERR_INVALID_ARGUMENT,
-     "k->seqlen must be at most 2147483520 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
+     "k->seqlen must be at most 2147483392 for fa3_backward (got 2147483600): rounded up to whole blocks it must stay below 2^31"},
     {"head dim 96", [](Args& a) { for (fa3_tensor* t : a.all()) t->head_dim = 96; },
      FA3_ERR_UNSUPPORTED, "q->head_dim must be 64, 128 or 256 for fa3_backward (got 96)"},
     {"k head dim", [](Args& a) { a.k.head_dim = 64; }, FA3_ERR_INVALID_ARGUMENT,
@@ -311,7 +311,7 @@ const Rule kRules[] = {
        // Inputs may repeat elements (16-byte strides): only the workspace is large.
        a.q.batch = a.k.batch = 65535;
        a.q.heads = 65535;
-       a.q.seqlen = 2147483647 - 127;
+       a.q.seqlen = 2147483647 - 255;
        a.k.heads = a.k.seqlen = 1;
        for (fa3_tensor* t : {&a.q, &a.k}) {
          t->head_dim = 256;
@@ -319,7 +319,7 @@ const Rule kRules[] = {
        }
      },
      FA3_ERR_UNSUPPORTED,
-     "q's batch * heads * seqlen * head_dim would need about 8865078294528 GiB of fp32 "
+     "q's batch * heads * seqlen * head_dim would need about 8865077964278 GiB of fp32 "
      "workspace, past the 2^63 bytes fa3_backward can address"},
 };
 

@@ -245,6 +245,9 @@ TEST_CASE("forward kernel names parse into their configs and back", "[cpu][regis
                           "fa3_fwd_bf16_d128_m192_n128_s2_w2",      // block_m != 64 * w
                           "fa3_fwd_bf16_d128_m128_n120_s2_w2",      // block_n % 16
                           "fa3_fwd_bf16_d256_m128_n256_s4_w2",      // shared memory
+                          "fa3_fwd_f16_d128_m128_n64_s1_w2_ov_p2_pp",   // one stage: waits
+                          "fa3_fwd_f16_d128_m128_n64_s1_w2_ov_p2_nows", // for itself
+                          "fa3_fwd_f16_d128_m128_n64_s1_w2_ov3_pp",
                           "fa3_fwd_fp32_d128_m128_n128_s2_w2",      // dtype
                           "fa3_fwd_bf16_d128_m128_n128_s2_w2_cusal", // flag
                           "fa3_fwd_bf16_d0128_m128_n128_s2_w2",     // leading zero

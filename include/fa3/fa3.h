@@ -70,7 +70,7 @@ fa3_status fa3_destroy(fa3_handle* h);
 /* O = softmax(scale * Q K^T) V, per (batch, head); K/V head of query head i is
  * i / (q->heads / k->heads) (GQA/MQA, no duplication). q, k, v, o: F16 or BF16, all the same;
  * head_dim 64, 128 or 256. Sizes: batch, seqlen and heads from 1 to 2^31 - 1; seqlen_q and
- * seqlen_k at most 2^31 - 128 = 2147483520 (the kernels round them up to whole blocks in 32
+ * seqlen_k at most 2^31 - 256 = 2147483392 (the kernels round them up to whole blocks in 32
  * bits), and for a causal call seqlen_q + seqlen_k at most that too; batch * q->heads *
  * ceil(seqlen_q / 64) at most 2^31 - 1 (FA3_ERR_UNSUPPORTED: the grid).
  * o shares no element with q, k or v (it may be a view of one packed
@@ -91,8 +91,11 @@ fa3_status fa3_destroy(fa3_handle* h);
  * a call is captured on a stream the caller created (not the NULL, legacy or per-thread
  * stream) once the context has made one such call outside any capture (else
  * FA3_ERR_INVALID_ARGUMENT): the graph uses the counter the stream got then, or a spare one of
- * the block for a stream first used in the capture. Replays of graphs that share a counter
- * must not run at the same time as each other or as fa3_forward calls on that stream. */
+ * the block for a stream first used in the capture (streams are told apart by their handle
+ * during a capture: one at the address of an earlier, destroyed stream gets that stream's
+ * counter). Replays of graphs that share a counter must not run at the same time as each
+ * other or as fa3_forward calls on that stream. A graph holds the handle's kernels and
+ * counters: replay it only while the handle lives (fa3_destroy unloads and frees them). */
 fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
                        const fa3_tensor* v, fa3_tensor* o, float* lse,
                        const fa3_params* p, void* stream);
@@ -101,7 +104,7 @@ fa3_status fa3_forward(fa3_handle* h, const fa3_tensor* q, const fa3_tensor* k,
  * (the gradient of the loss with respect to o). q, k, v, o, dout, dq, dk, dv: the dtype and
  * shapes of fa3_forward (dq and o like q, dout like o, dk and dv like k and v), any strides it
  * accepts (e.g. views into packed buffers); head_dim 64, 128 or 256. Sizes: fa3_forward's
- * 2^31 - 1 and 2^31 - 128 bounds (not its causal sum); batch and q->heads at most 65535 (the
+ * 2^31 - 1 and 2^31 - 256 bounds (not its causal sum); batch and q->heads at most 65535 (the
  * preprocess's and postprocess's grids) and k->batch * k->heads * ceil(seqlen_k / 64) at
  * most 2^31 - 1 (the main grid): FA3_ERR_UNSUPPORTED. dq, dk and dv share no
  * memory with an input, each other or the workspace. lse: the fp32 (batch, heads, seqlen_q)

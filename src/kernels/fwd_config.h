@@ -235,7 +235,10 @@ struct FwdSmemLayout {
 // its own tile: one tile per CTA. A cluster's CTAs share K/V blocks of one head's
 // neighbouring query blocks (non-causal, one tile each) through their producer warpgroups;
 // the half K/V block each loads starts on a 1024-byte boundary, the 128-byte swizzle's period
-// of 8 rows, as block_n is a multiple of 16, and multicast loads carry no L2 hint.
+// of 8 rows, as block_n is a multiple of 16, and multicast loads carry no L2 hint. With one
+// K/V stage the DoubleP loop (it waits for V_{j-1} before it releases V_{j-2}) and the
+// ThreeStage loop under a producer warpgroup (K_{j+1} is loaded behind V_j, which waits for
+// V_{j-1}'s release at the step's end) would wait for themselves.
 constexpr bool fwd_config_is_valid(const FwdConfig& c) {
   const bool pipelined = c.loop == Loop::Pipelined;
   return (c.head_dim == 64 || c.head_dim == 128 || c.head_dim == 256) &&
@@ -243,6 +246,7 @@ constexpr bool fwd_config_is_valid(const FwdConfig& c) {
          c.block_m == 64 * c.consumer_warpgroups &&
          c.block_n >= 16 && c.block_n <= 256 && c.block_n % 16 == 0 &&
          c.stages >= 1 && c.stages <= 4 &&
+         (c.stages >= 2 || !(c.double_p() || (c.three_stage() && c.warp_specialized()))) &&
          (!c.pingpong || c.overlap()) &&
          (!c.cross_tile() || pipelined) &&
          (!c.ascending || (pipelined && c.warp_specialized())) &&

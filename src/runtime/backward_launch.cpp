@@ -222,6 +222,7 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
   programmatic.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
   programmatic.value.programmaticStreamSerializationAllowed = 1;
   for (const Step& s : steps) {
+    const bool first = &s == &steps[0];
     CUlaunchConfig config;
     std::memset(&config, 0, sizeof config);
     config.gridDimX = s.grid[0];
@@ -240,7 +241,8 @@ Error launch_backward(fa3_handle* h, const BackwardProblem& prob, const Backward
     void* args[] = {&params};
     const CUresult r = h->driver.launch_kernel_ex(&config, s.function, args, nullptr);
     if (r != CUDA_SUCCESS)
-      return h->driver.fail(r, "launching " + kernel.name + s.what + " (cuLaunchKernelEx)");
+      return h->driver.fail(r, "launching " + kernel.name + s.what + " (cuLaunchKernelEx" +
+                                   (first ? "" : "; the kernels before it were launched") + ")");
   }
   return Error::ok();
 }

@@ -71,7 +71,7 @@ Error check_forward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_t
   e = check_attention_params(p, q->head_dim, &prob.causal, &prob.softmax_scale);
   if (e.failed()) return e;
   // A causal kernel finds a row's last key as row + 1 + seqlen_k - seqlen_q in 32 bits, for
-  // rows up to seqlen_q rounded up to a whole block.
+  // rows up to seqlen_q rounded up to a whole block (kMaxBlockedSeqlen).
   if (prob.causal && q->seqlen + k->seqlen > kMaxBlockedSeqlen)
     return invalid("q->seqlen + k->seqlen (" + num(q->seqlen + k->seqlen) +
                    ") must be at most " + num(kMaxBlockedSeqlen) +

@@ -16,9 +16,10 @@ namespace fa3 {
 // 32-bit integers and the grid has at most 2^31 - 1 blocks.
 constexpr int64_t kMaxExtent = 2147483647;
 // The longest sequence the kernels take: they index rows and keys with 32-bit integers, also
-// after rounding a length up to whole blocks. 2^31 - 128 is a multiple of every block size
-// (64, 80 and 128 rows or keys), so no rounding of a length up to it passes 2^31 - 1.
-constexpr int64_t kMaxBlockedSeqlen = kMaxExtent - 127;
+// after rounding a length up to whole blocks of up to 256 rows or keys (lab kernels have
+// 176-256), and a causal forward adds seqlen_k to a row index up to seqlen_q + 255: with
+// lengths (and, causal, their sum) at most 2^31 - 256, none of these passes 2^31 - 1.
+constexpr int64_t kMaxBlockedSeqlen = kMaxExtent - 255;
 
 // Rules on one tensor descriptor, and whether two share memory, with the forward's sentences.
 // No heap allocation on the success path: the checks run on every call.
