@@ -132,11 +132,13 @@ FA3_CXXFLAGS += -Itest
 # with an sm_90a image, linked into fa3_tests with the static CUDA runtime.
 TEST_CU_SRCS := $(wildcard test/gpu_kernels/*.cu)
 TEST_CU_OBJS := $(patsubst %.cu,$(BUILD)/obj/%.o,$(TEST_CU_SRCS))
-# (DEBUG=1: their mbarrier waits trap too, as the kernels'.)
+# (DEBUG=1: their mbarrier waits trap too, as the kernels'.) Held to the kernels' ptxas rules.
 $(BUILD)/obj/test/gpu_kernels/%.o: test/gpu_kernels/%.cu test/gpu_kernels/%.h $(KERNEL_HEADERS) | $(BUILD)/.deps-ok
 	@mkdir -p $(@D)
 	$(NVCC) -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -ccbin $(CXX) -c -Iinclude -Isrc -Itest -I. \
-	  $(if $(filter 1,$(DEBUG)),-DFA3_DEBUG_HANG=1) -o $@ $<
+	  -Xptxas -v,--warn-on-spills $(if $(filter 1,$(DEBUG)),-DFA3_DEBUG_HANG=1) -o $@ $< > $@.log 2>&1 \
+	  || { cat $@.log; rm -f $@; exit 1; }
+	@$(PTXAS_CHECK) $@.log || { rm -f $@; exit 1; }
 
 # A fake CUDA driver for CPU tests of the runtime (loaded by libfa3 through $FA3_LIBCUDA).
 $(BUILD)/libfakecuda.so: test/fake_cuda/fake_cuda.cpp | $(BUILD)/.deps-ok
