@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import enum
 import os
+import re
 import threading
 from ctypes import POINTER, c_char_p, c_float, c_int, c_int64, c_size_t, c_void_p
 from pathlib import Path
@@ -296,9 +297,19 @@ def get_library() -> Library:
     return _library
 
 
-def raise_for_status(lib: Library, status: int, function: str) -> None:
+def with_python_names(detail: str, python_names: Mapping[str, str]) -> str:
+    """The C sentence, with a note for each tensor it names by its C name where the Python
+    argument has another ({"o": "out"}: "o overlaps q ..." gets "(o is the out argument)")."""
+    notes = [f"{c_name} is the {py_name} argument" for c_name, py_name in python_names.items()
+             if re.search(rf"(?<![\w>.-]){re.escape(c_name)}(?=->|[\s,;:)]|$)", detail)]
+    return f"{detail} ({'; '.join(notes)})" if notes else detail
+
+
+def raise_for_status(lib: Library, status: int, function: str,
+                     python_names: Optional[Mapping[str, str]] = None) -> None:
     """Raises Fa3Error for a failed call; must run right after it, on the same thread,
-    because fa3_last_error() is thread-local and overwritten by the next failure."""
+    because fa3_last_error() is thread-local and overwritten by the next failure.
+    python_names: the C names of tensors whose Python argument is named otherwise."""
     if status == Status.FA3_OK:
         return
     try:
@@ -307,4 +318,6 @@ def raise_for_status(lib: Library, status: int, function: str) -> None:
     except ValueError:  # a status newer than this package
         known, name = status, f"fa3_status({status})"
     detail = lib.last_error() or lib.status_string(status)
+    if python_names:
+        detail = with_python_names(detail, python_names)
     raise Fa3Error(known, name, detail, function)

@@ -283,6 +283,11 @@ def forward(q: "torch.Tensor", k: "torch.Tensor", v: "torch.Tensor", causal: boo
     return _forward(None, q, k, v, causal, softmax_scale, return_lse, out, kernel, handle)
 
 
+# The C API's names of tensors whose Python argument is named otherwise: its sentences say
+# "o", the caller passed "out".
+_C_NAMES = {"o": "out"}
+
+
 def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
              v: "torch.Tensor", causal: bool, softmax_scale: Optional[float], return_lse: bool,
              out: Optional["torch.Tensor"], kernel: Optional[str],
@@ -315,14 +320,14 @@ def _forward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
         if kernel is None:
             status = lib.fa3_forward(handle_pointer, q_desc, k_desc, v_desc, out_desc,
                                      lse_pointer, params, stream)
-            raise_for_status(lib, status, "fa3_forward")
+            raise_for_status(lib, status, "fa3_forward", _C_NAMES)
         else:
             if not isinstance(kernel, str):
                 raise TypeError(f"kernel must be a kernel name (str), got {type(kernel).__name__}")
             status = lib.fa3_forward_with_kernel(handle_pointer, kernel.encode("utf-8"), q_desc,
                                                  k_desc, v_desc, out_desc, lse_pointer, params,
                                                  stream)
-            raise_for_status(lib, status, "fa3_forward_with_kernel")
+            raise_for_status(lib, status, "fa3_forward_with_kernel", _C_NAMES)
     _written(torch, given_out)
     return (out, lse) if lse is not None else out
 
@@ -507,7 +512,7 @@ def _backward(library: Optional[Library], q: "torch.Tensor", k: "torch.Tensor",
         status = lib.fa3_backward(handle_pointer, q_desc, k_desc, v_desc, out_desc,
                                   dout_desc, lse_pointer, dq_desc, dk_desc, dv_desc, params,
                                   workspace_pointer, nbytes, stream)
-        raise_for_status(lib, status, "fa3_backward")
+        raise_for_status(lib, status, "fa3_backward", _C_NAMES)
         # Back to PyTorch's cache now: only work queued after ours on this stream can get it.
         del workspace
     _written(torch, *given)

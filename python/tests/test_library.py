@@ -519,6 +519,35 @@ def test_a_handle_copies_as_itself_and_is_not_pickled() -> None:
     assert destroyed == [0xdead] and handle.closed
 
 
+def test_c_sentences_that_name_o_say_it_is_the_out_argument() -> None:
+    """The C API calls the output o; Python's argument is out. A sentence naming o gets a
+    note, one naming other tensors (dout, lse) none."""
+    from fa3._lib import raise_for_status, with_python_names
+    names = {"o": "out"}
+    for sentence in ("o overlaps q in memory: the output must not alias an input",
+                     "o->seqlen (99) must equal q->seqlen (100)",
+                     "lse overlaps o in memory: the (batch, heads, seqlen_q) fp32 LSE buffer "
+                     "must be separate"):
+        assert with_python_names(sentence, names) == sentence + " (o is the out argument)"
+    for sentence in ("dout->seqlen must be >= 1 (got 0)",
+                     "q->heads (8) must be a multiple of k->heads (3) (grouped-query attention)",
+                     "kernel fa3_fwd_bf16_d128_m128_n128_s2_w2 does not fit this problem"):
+        assert with_python_names(sentence, names) == sentence
+
+    class StubLibrary:
+        def last_error(self) -> str:
+            return "o->heads (2) must equal q->heads (8)"
+
+        def status_string(self, status: int) -> str:
+            return "FA3_ERR_INVALID_ARGUMENT"
+
+    with pytest.raises(fa3.Fa3Error) as raised:
+        raise_for_status(StubLibrary(), int(fa3.Status.FA3_ERR_INVALID_ARGUMENT), "fa3_forward",
+                         names)
+    assert raised.value.detail == "o->heads (2) must equal q->heads (8) (o is the out argument)"
+    assert raised.value.function == "fa3_forward"
+
+
 def test_fa3_error_message_carries_status_and_sentence() -> None:
     error = fa3.Fa3Error(fa3.Status.FA3_ERR_UNSUPPORTED, "FA3_ERR_UNSUPPORTED",
                          "q.head_dim is 96; head_dim must be 64, 128 or 256", "fa3_forward")
