@@ -832,9 +832,10 @@ __device__ __forceinline__ void bwd_store_dkv_tma(const BwdParams& p, const BwdS
 
 // Line 28's notice to the dQ writer (lines 32-33): the dQ part a warpgroup stored in buffer `slot`
 // (generic-proxy stores) made visible to the dQ writer's bulk operations (async proxy), the buffer
-// marked full.
+// marked full. Every thread of the warpgroup calls it: dq_full counts 128 arrivals, each after
+// the thread's own fence.
 template <class Tr>
-__device__ __forceinline__ void bwd_publish_dq_part(const BwdSmem<Tr>& sm, int slot) {
+__device__ __forceinline__ void warpgroup_publish_dq_part(const BwdSmem<Tr>& sm, int slot) {
   ptx::fence_proxy_async_shared();
   ptx::mbarrier_arrive(sm.dq_full_bar(slot));
 }
@@ -893,7 +894,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
         dp, sm.v, a_row0, sm.do_stage(st.index) + s_col0 * 128);
     // The last step's dQ part, staged at its end (BwdConfig::dq_publish_next_step).
     if constexpr (Tr::kDqPublishNextStep)
-      if (t > 0) bwd_publish_dq_part(sm, wg);
+      if (t > 0) warpgroup_publish_dq_part(sm, wg);
     // Line 24: P^T = exp(scale S^T - L), 0 where the key is masked (causal, past seqlen_k).
     // Rows past seqlen_q and rows that saw no key have L = +inf (the preprocess), so P = 0.
     // Per row half h of the thread: the first column offset its key sees (key > query +
@@ -978,7 +979,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       tile::pin_registers(dq);
       tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + t) & 1) ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
-      bwd_publish_dq_part(sm, wg);
+      warpgroup_publish_dq_part(sm, wg);
     } else {
       // Line 28: this warpgroup's part of dQ_i = dS K_j: all of dQ_i over its 64 keys (key
       // split), its 64 columns (head-dim split) or 64 rows (query split) over all the keys.
@@ -1012,7 +1013,7 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(wg), t_wg);
       // (kDqPublishNextStep: the tile's last part at once, so that the dQ writer has taken it
       // by the tile's end, where the warpgroup stages dK_j in this buffer.)
-      if (!Tr::kDqPublishNextStep || t == steps - 1) bwd_publish_dq_part(sm, wg);
+      if (!Tr::kDqPublishNextStep || t == steps - 1) warpgroup_publish_dq_part(sm, wg);
       ptx::wgmma_wait_group<0>();
       tile::pin_registers(dk);
       // Q_i and dO_i (and L_i, D_i) have been read by every GEMM and the softmax of the step.
@@ -1185,7 +1186,7 @@ __device__ __forceinline__ void bwd_consumer_transposed(const BwdParams& p, cons
       const auto at_ring = sm.dq_ring_position(Tr::kDqPieces * t + Tr::kConsumers * c + wg);
       tile::mbarrier_wait(sm.dq_empty_bar(at_ring.slot), at_ring.phase ^ 1);
       Tr::DqStaging::warpgroup_store(dq, sm.dq_part(at_ring.slot), t_wg);
-      bwd_publish_dq_part(sm, at_ring.slot);
+      warpgroup_publish_dq_part(sm, at_ring.slot);
     };
     static_assert(kPiecesPerWg == 2, "two dQ pieces a warpgroup");
     float dq[Tr::kDqPieceCols / 2];
