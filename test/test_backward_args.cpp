@@ -338,6 +338,18 @@ std::string expected_message(const Rule& rule) {
 // ---- the fake driver (test/fake_cuda; its controls: support/fake_cuda_client.h) -------------
 
 // A handle on the fake driver for one test; the driver's log starts empty after its creation.
+// `a` with 4000 query rows: a problem whose workspace is larger than the default one's.
+Args with_4000_query_rows(Args a) {
+  for (fa3_tensor* t : a.like_q()) {
+    t->seqlen = 4000;
+    t->stride_batch = 4000 * 8 * 128;
+  }
+  return a;
+}
+
+// A made-up stream handle (the fake driver tells streams apart by their value).
+void* stream_at(uintptr_t n) { return reinterpret_cast<void*>(n); }
+
 struct FakeHandle {
   fa3_handle* h = nullptr;
   // `tuning_table`: a table file (NULL: the built-in table).
@@ -966,11 +978,7 @@ TEST_CASE("backward: the handle's workspace grows per stream and is freed with t
   CHECK(address_of(last_params().lse_log2) == first);
 
   // A larger one: wait for the stream, free, allocate; in that order, before any launch of it.
-  Args large = a;
-  for (fa3_tensor* t : large.like_q()) {
-    t->seqlen = 4000;
-    t->stride_batch = 4000 * 8 * 128;
-  }
+  Args large = with_4000_query_rows(a);
   const std::string before = fake().calls();
   REQUIRE(large.run(fh.h, stream) == FA3_OK);
   const std::string grown = fake().calls().substr(before.size());
@@ -1013,24 +1021,19 @@ TEST_CASE("backward: a capture on another thread (global mode) survives the hand
   FakeHandle fh;
   Args a;
   a.workspace = nullptr;
-  Args large = a;
-  for (fa3_tensor* t : large.like_q()) {
-    t->seqlen = 4000;
-    t->stride_batch = 4000 * 8 * 128;
-  }
+  Args large = with_4000_query_rows(a);
   fake().set_foreign_capture(1);
-  auto stream = [](uintptr_t n) { return reinterpret_cast<void*>(n); };
-  REQUIRE(a.run(fh.h, stream(0x7001)) == FA3_OK);      // an event, a workspace
-  REQUIRE(a.run(fh.h, stream(0x7002)) == FA3_OK);      // takes it over (an event query)
-  fake().set_stream_busy(stream(0x7002), 1);
-  REQUIRE(large.run(fh.h, stream(0x7002)) == FA3_OK);  // grows it: a stream wait, a free
+  REQUIRE(a.run(fh.h, stream_at(0x7001)) == FA3_OK);      // an event, a workspace
+  REQUIRE(a.run(fh.h, stream_at(0x7002)) == FA3_OK);      // takes it over (an event query)
+  fake().set_stream_busy(stream_at(0x7002), 1);
+  REQUIRE(large.run(fh.h, stream_at(0x7002)) == FA3_OK);  // grows it: a stream wait, a free
   CHECK(fake().count("cuEventQuery") >= 1);
   CHECK(fake().count("cuMemAlloc") == 2);
   CHECK(fake().count("cuMemFree") == 1);
   CHECK(fake().count("cuStreamSynchronize") == 1);
   CHECK(fake().foreign_capture_invalidated() == 0);
   CHECK(fake().capture_mode() == CU_STREAM_CAPTURE_MODE_GLOBAL);  // the thread's, restored
-  fake().set_stream_busy(stream(0x7002), 0);
+  fake().set_stream_busy(stream_at(0x7002), 0);
   fake().set_foreign_capture(0);
 }
 
@@ -1039,16 +1042,11 @@ TEST_CASE("backward: a stream takes over a handle's workspace whose last call ha
   FakeHandle fh;
   Args a;
   a.workspace = nullptr;
-  Args large = a;
-  for (fa3_tensor* t : large.like_q()) {
-    t->seqlen = 4000;
-    t->stride_batch = 4000 * 8 * 128;
-  }
-  auto stream = [](uintptr_t n) { return reinterpret_cast<void*>(n); };
+  Args large = with_4000_query_rows(a);
   auto workspace_used = [] { return address_of(last_params().lse_log2); };
   // A stream per call, each dropped after it (as a caller making streams on the fly): when
   // the last call has run, the next stream takes its workspace: one in all, no waiting.
-  for (uintptr_t n = 1; n <= 100; ++n) REQUIRE(a.run(fh.h, stream(0x1000 + n)) == FA3_OK);
+  for (uintptr_t n = 1; n <= 100; ++n) REQUIRE(a.run(fh.h, stream_at(0x1000 + n)) == FA3_OK);
   CHECK(fake().count("cuMemAlloc") == 1);
   CHECK(fake().count("cuEventCreate") == 1);
   CHECK(fake().count("cuEventRecord") == 100);  // after each call, on its stream
@@ -1057,29 +1055,29 @@ TEST_CASE("backward: a stream takes over a handle's workspace whose last call ha
   const uintptr_t small_one = workspace_used();
 
   // Busy streams keep theirs: a new stream gets a new one, which it then keeps while busy.
-  fake().set_stream_busy(stream(0x1064), 1);  // the last of the 100
-  REQUIRE(large.run(fh.h, stream(0x2000)) == FA3_OK);
+  fake().set_stream_busy(stream_at(0x1064), 1);  // the last of the 100
+  REQUIRE(large.run(fh.h, stream_at(0x2000)) == FA3_OK);
   CHECK(fake().count("cuMemAlloc") == 2);
   const uintptr_t large_one = workspace_used();
   CHECK(large_one != small_one);
-  fake().set_stream_busy(stream(0x2000), 1);
-  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);  // its own, though busy: stream order
+  fake().set_stream_busy(stream_at(0x2000), 1);
+  REQUIRE(a.run(fh.h, stream_at(0x1064)) == FA3_OK);  // its own, though busy: stream order
   CHECK(workspace_used() == small_one);
-  REQUIRE(a.run(fh.h, stream(0x3000)) == FA3_OK);  // both busy: a third
+  REQUIRE(a.run(fh.h, stream_at(0x3000)) == FA3_OK);  // both busy: a third
   CHECK(fake().count("cuMemAlloc") == 3);
   CHECK(fake().count("cuEventCreate") == 3);
 
   // Of the idle ones, the first large enough; a too small idle one is grown without waiting
   // (its last call has run); both free the old buffer before allocating.
-  fake().set_stream_busy(stream(0x1064), 0);
-  fake().set_stream_busy(stream(0x2000), 0);
-  fake().set_stream_busy(stream(0x3000), 1);
-  REQUIRE(large.run(fh.h, stream(0x4000)) == FA3_OK);  // the large one, as it is
+  fake().set_stream_busy(stream_at(0x1064), 0);
+  fake().set_stream_busy(stream_at(0x2000), 0);
+  fake().set_stream_busy(stream_at(0x3000), 1);
+  REQUIRE(large.run(fh.h, stream_at(0x4000)) == FA3_OK);  // the large one, as it is
   CHECK(workspace_used() == large_one);
   CHECK(fake().count("cuMemAlloc") == 3);
-  fake().set_stream_busy(stream(0x4000), 1);
+  fake().set_stream_busy(stream_at(0x4000), 1);
   const std::string before = fake().calls();
-  REQUIRE(large.run(fh.h, stream(0x5000)) == FA3_OK);  // the small one, grown
+  REQUIRE(large.run(fh.h, stream_at(0x5000)) == FA3_OK);  // the small one, grown
   const std::string grown = fake().calls().substr(before.size());
   CHECK(FakeCuda::count(grown, "cuStreamSynchronize") == 0);
   CHECK(FakeCuda::count(grown, "cuMemFree") == 1);
@@ -1088,33 +1086,33 @@ TEST_CASE("backward: a stream takes over a handle's workspace whose last call ha
   CHECK(fake().allocated_bytes(3) == granules(workspace_of(large)));
   CHECK(fh.h->workspaces.size() == 3);
   // The stream whose workspace was taken over finds another (here a new one: all are busy).
-  fake().set_stream_busy(stream(0x5000), 1);
-  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);
+  fake().set_stream_busy(stream_at(0x5000), 1);
+  REQUIRE(a.run(fh.h, stream_at(0x1064)) == FA3_OK);
   CHECK(workspace_used() != small_one);
   CHECK(fake().count("cuMemAlloc") == 5);
   CHECK(fh.h->workspaces.size() == 4);
 
   // A failed record keeps the workspace with its stream (its end is unknown), and says so.
-  fake().set_stream_busy(stream(0x1064), 0);
+  fake().set_stream_busy(stream_at(0x1064), 0);
   fake().fail("cuEventRecord", CUDA_ERROR_INVALID_HANDLE);
-  CHECK(a.run(fh.h, stream(0x1064)) == FA3_ERR_CUDA);
+  CHECK(a.run(fh.h, stream_at(0x1064)) == FA3_ERR_CUDA);
   CHECK(std::string(fa3_last_error()) ==
         "recording the end of the handle's workspace use (cuEventRecord; the kernels were "
         "launched) failed: CUDA_ERROR_FAKE (failure injected by the fake driver)");
   fake().fail("", 0);
   const uintptr_t kept = workspace_used();
-  for (uintptr_t n : {0x3000, 0x4000, 0x5000}) fake().set_stream_busy(stream(n), 0);
-  REQUIRE(a.run(fh.h, stream(0x6000)) == FA3_OK);
+  for (uintptr_t n : {0x3000, 0x4000, 0x5000}) fake().set_stream_busy(stream_at(n), 0);
+  REQUIRE(a.run(fh.h, stream_at(0x6000)) == FA3_OK);
   CHECK(workspace_used() != kept);
-  REQUIRE(a.run(fh.h, stream(0x1064)) == FA3_OK);  // its own still
+  REQUIRE(a.run(fh.h, stream_at(0x1064)) == FA3_OK);  // its own still
   CHECK(workspace_used() == kept);
   CHECK(fake().count("cuMemAlloc") == 5);
 
   // An event that cannot be made: nothing launched, nothing allocated.
-  for (uintptr_t n : {0x1064, 0x3000, 0x4000, 0x5000, 0x6000}) fake().set_stream_busy(stream(n), 1);
+  for (uintptr_t n : {0x1064, 0x3000, 0x4000, 0x5000, 0x6000}) fake().set_stream_busy(stream_at(n), 1);
   fake().fail("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
   const size_t launches = fake().count("cuLaunchKernelEx");
-  CHECK(a.run(fh.h, stream(0x7000)) == FA3_ERR_OUT_OF_MEMORY);
+  CHECK(a.run(fh.h, stream_at(0x7000)) == FA3_ERR_OUT_OF_MEMORY);
   CHECK(std::string(fa3_last_error()) ==
         "creating an event for the handle's workspace (cuEventCreate) failed: "
         "CUDA_ERROR_OUT_OF_MEMORY (failure injected by the fake driver)");
@@ -1151,11 +1149,7 @@ TEST_CASE("backward: failures while preparing the handle's workspace launch noth
   SECTION("the stream cannot be waited for before growing: the old workspace stays") {
     REQUIRE(a.run(fh.h, stream) == FA3_OK);
     fake().fail("cuStreamSynchronize", CUDA_ERROR_LAUNCH_FAILED);
-    Args large = a;
-    for (fa3_tensor* t : large.like_q()) {
-      t->seqlen = 4000;
-      t->stride_batch = 4000 * 8 * 128;
-    }
+    Args large = with_4000_query_rows(a);
     const size_t launches = fake().count("cuLaunchKernelEx");
     CHECK(large.run(fh.h, stream) == FA3_ERR_CUDA);
     CHECK(std::string(fa3_last_error()) ==
@@ -1169,11 +1163,7 @@ TEST_CASE("backward: failures while preparing the handle's workspace launch noth
   SECTION("the old workspace cannot be freed: the next call allocates afresh") {
     REQUIRE(a.run(fh.h, stream) == FA3_OK);
     fake().fail("cuMemFree", CUDA_ERROR_INVALID_VALUE);
-    Args large = a;
-    for (fa3_tensor* t : large.like_q()) {
-      t->seqlen = 4000;
-      t->stride_batch = 4000 * 8 * 128;
-    }
+    Args large = with_4000_query_rows(a);
     CHECK(large.run(fh.h, stream) == FA3_ERR_CUDA);
     CHECK(std::string(fa3_last_error()) ==
           "freeing the handle's old workspace (cuMemFree) failed: CUDA_ERROR_FAKE (failure "
@@ -1196,11 +1186,7 @@ TEST_CASE("backward: failures while preparing the handle's workspace launch noth
     // Nor, with a workspace to grow, is the stream waited for or the old one freed.
     fake().fail("", 0);
     REQUIRE(a.run(fh.h, stream) == FA3_OK);
-    Args large = a;
-    for (fa3_tensor* t : large.like_q()) {
-      t->seqlen = 4000;
-      t->stride_batch = 4000 * 8 * 128;
-    }
+    Args large = with_4000_query_rows(a);
     fake().fail("cuTensorMapEncodeTiled", CUDA_ERROR_INVALID_VALUE);
     const std::string before = fake().calls();
     CHECK(large.run(fh.h, stream) == FA3_ERR_INVALID_ARGUMENT);
