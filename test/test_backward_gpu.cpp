@@ -834,10 +834,11 @@ TEST_CASE("every compiled backward kernel, named, matches the float64 reference"
 // A contiguous case's eight tensors, each in a buffer of its own filled with fresh random values
 // (the outputs too: a test poisons what it checks), and a buffer for the LSE.
 struct RandomTensors {
+  Case c;
   DeviceBuffer in[kTensors];
   fa3_tensor x[kTensors];
   DeviceBuffer lse;
-  RandomTensors(const Case& c, uint64_t seed) {
+  RandomTensors(const Case& c_, uint64_t seed) : c(c_) {
     const Plan plan = plan_of(c);
     for (int t = 0; t < kTensors; ++t) {
       in[t] = DeviceBuffer(static_cast<size_t>(c.elements(t)) * 2);
@@ -849,6 +850,16 @@ struct RandomTensors {
       in[t].upload(bits.data(), bits.size() * 2);
     }
     lse = DeviceBuffer(static_cast<size_t>(c.batch * c.heads * c.seqlen_q) * 4);
+  }
+  // Tensor t's bits.
+  std::vector<uint16_t> download(int t) {
+    std::vector<uint16_t> bits(static_cast<size_t>(c.elements(t)));
+    in[t].download(bits.data(), bits.size() * 2);
+    return bits;
+  }
+  // O, dQ, dK and dV made NaN.
+  void poison_outputs() {
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
   }
 };
 
@@ -975,26 +986,19 @@ TEST_CASE("CUDA graphs: the backward without a workspace and a tile counter befo
   c.heads = H; c.heads_kv = Hkv; c.deterministic = true;
   Runner runner;
   RandomTensors tensors(c, 700);
-  DeviceBuffer* in = tensors.in;
   fa3_tensor* x = tensors.x;
   DeviceBuffer& lse = tensors.lse;
   const fa3_params params{0.0f, 1, 1};
   size_t needed = 0;
   REQUIRE(fa3_backward_workspace_size(runner.handle(), &x[kQ], &x[kK], &params, &needed) == FA3_OK);
   DeviceBuffer workspace(needed);
-  auto download = [&](int t) {
-    std::vector<uint16_t> bits(static_cast<size_t>(c.elements(t)));
-    in[t].download(bits.data(), bits.size() * 2);
-    return bits;
-  };
+  auto download = [&](int t) { return tensors.download(t); };
   auto gradients = [&] {
     std::vector<std::vector<uint16_t>> g;
     for (const int t : {int{kDq}, int{kDk}, int{kDv}}) g.push_back(download(t));
     return g;
   };
-  auto poison_outputs = [&] {
-    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
-  };
+  auto poison_outputs = [&] { tensors.poison_outputs(); };
   const std::string drawing = tile_drawing_forward_kernel(D);
   REQUIRE_FALSE(drawing.empty());
   INFO(drawing);
@@ -1086,26 +1090,18 @@ TEST_CASE("CUDA graphs: a global-mode capture on another thread survives the han
   c.heads = 4; c.heads_kv = 2; c.deterministic = true;
   Runner runner;
   RandomTensors tensors(c, 701);
-  DeviceBuffer* in = tensors.in;
   fa3_tensor* x = tensors.x;
   DeviceBuffer& lse = tensors.lse;
   const fa3_params params{0.0f, 1, 1};
   const std::string drawing = tile_drawing_forward_kernel(D);
   REQUIRE_FALSE(drawing.empty());
   INFO(drawing);
-  auto download = [&](int t) {
-    std::vector<uint16_t> bits(static_cast<size_t>(c.elements(t)));
-    in[t].download(bits.data(), bits.size() * 2);
-    return bits;
-  };
   auto outputs = [&] {
     std::vector<std::vector<uint16_t>> all;
-    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) all.push_back(download(t));
+    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) all.push_back(tensors.download(t));
     return all;
   };
-  auto poison_outputs = [&] {
-    for (const int t : {int{kO}, int{kDq}, int{kDk}, int{kDv}}) in[t].poison();
-  };
+  auto poison_outputs = [&] { tensors.poison_outputs(); };
   // The forward and the backward (the handle's workspace) on `stream`; each call's status and
   // sentence. No CUDA runtime call: a test's own could break the capture too.
   auto calls = [&](cudaStream_t stream, std::string* errors) {
