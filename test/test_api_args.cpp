@@ -274,14 +274,8 @@ TEST_CASE("every broken argument rule has its status and sentence", "[cpu][api]"
 TEST_CASE("fa3_forward reports each broken rule and makes no driver call", "[cpu][api][runtime]") {
   // A handle on the fake driver, whose call log shows whether anything was launched,
   // allocated or even made current.
-  setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
-  fake().reset();
-  fa3_handle* h = nullptr;
-  {
-    const fa3_status created = fa3_create(&h, 0, nullptr);
-    INFO(fa3_last_error());
-    REQUIRE(created == FA3_OK);
-  }
+  FakeHandle fh;
+  fa3_handle* h = fh.h;
   const char* kernel = nullptr;
   {
     Args a;
@@ -307,8 +301,6 @@ TEST_CASE("fa3_forward reports each broken rule and makes no driver call", "[cpu
   CHECK(fa3_forward(h, &valid.q, &valid.k, &valid.v, &valid.o, valid.lse, valid.params, nullptr) ==
         FA3_OK);
   CHECK(FakeCuda::count(fake().calls(), "cuLaunchKernelEx") == 1);
-  fa3_destroy(h);
-  unsetenv("FA3_LIBCUDA");
 }
 
 TEST_CASE("the 32-bit bounds on the lengths: the causal sum binds causal calls only; each holds at its last value",

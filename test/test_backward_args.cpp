@@ -350,28 +350,6 @@ Args with_4000_query_rows(Args a) {
 // A made-up stream handle (the fake driver tells streams apart by their value).
 void* stream_at(uintptr_t n) { return reinterpret_cast<void*>(n); }
 
-struct FakeHandle {
-  fa3_handle* h = nullptr;
-  // `tuning_table`: a table file (NULL: the built-in table).
-  explicit FakeHandle(const char* tuning_table = nullptr) {
-    setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
-    fake().reset();
-    const fa3_status s = fa3_create(&h, 0, tuning_table);
-    INFO(fa3_last_error());
-    REQUIRE(s == FA3_OK);
-    fake().reset();
-  }
-  ~FakeHandle() {
-    if (h) fa3_destroy(h);
-    unsetenv("FA3_LIBCUDA");
-  }
-  // Destroys the handle now (to look at what fa3_destroy releases).
-  void destroy() {
-    fa3_destroy(h);
-    h = nullptr;
-  }
-};
-
 // The parameter block of the last launch (a backward call's last kernel, its postprocess, takes
 // the same block as the other two).
 fa3::BwdParams last_params() {

@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "fa3/fa3.h"
 
 struct FakeCuda {
   void (*reset)();
@@ -127,3 +130,29 @@ inline FakeCuda& fake() {
   }();
   return f;
 }
+
+// A handle of libfa3 on the fake driver ($FA3_LIBCUDA set while it lives), its creation's calls
+// cleared from the log.
+struct FakeHandle {
+  fa3_handle* h = nullptr;
+  // `tuning_table`: a table file (NULL: the built-in table).
+  explicit FakeHandle(const char* tuning_table = nullptr) {
+    setenv("FA3_LIBCUDA", fake_library_path().c_str(), 1);
+    fake().reset();
+    const fa3_status s = fa3_create(&h, 0, tuning_table);
+    INFO(fa3_last_error());
+    REQUIRE(s == FA3_OK);
+    fake().reset();
+  }
+  ~FakeHandle() {
+    if (h) fa3_destroy(h);
+    unsetenv("FA3_LIBCUDA");
+  }
+  FakeHandle(const FakeHandle&) = delete;
+  FakeHandle& operator=(const FakeHandle&) = delete;
+  // Destroys the handle now (to look at what fa3_destroy releases).
+  void destroy() {
+    fa3_destroy(h);
+    h = nullptr;
+  }
+};
