@@ -31,18 +31,19 @@ fa3_status fail(fa3_status status, const std::string& message) {
   return fa3::set_last_error(make_error(status, message));
 }
 
-// Runs an API body; no exception crosses the C boundary.
+// Runs an API body; no exception crosses the C boundary. The handlers allocate nothing (a
+// std::string built there could throw bad_alloc out of the C function).
 template <class Body>
 fa3_status guarded(Body body) {
   fa3::clear_last_error();
   try {
     return body();
   } catch (const std::bad_alloc&) {
-    return fail(FA3_ERR_OUT_OF_MEMORY, "out of host memory");
+    return fa3::set_last_error_nothrow(FA3_ERR_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& ex) {
-    return fail(FA3_ERR_INTERNAL, std::string("internal error: ") + ex.what());
+    return fa3::set_last_error_nothrow(FA3_ERR_INTERNAL, "internal error: ", ex.what());
   } catch (...) {
-    return fail(FA3_ERR_INTERNAL, "internal error: unknown exception");
+    return fa3::set_last_error_nothrow(FA3_ERR_INTERNAL, "internal error: unknown exception");
   }
 }
 

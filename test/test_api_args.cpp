@@ -8,12 +8,27 @@
 #include <cstdlib>
 #include <functional>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "fa3/fa3.h"
 #include "runtime/forward_problem.h"
 #include "support/fake_cuda_client.h"
+
+// The test binary's operator new, replaced so that a test can make host allocations fail on
+// its thread (std::bad_alloc) while it calls the C API. Otherwise it is malloc's.
+namespace {
+thread_local int failing_allocations = 0;  // > 0: every operator new on this thread throws
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  if (failing_allocations > 0) throw std::bad_alloc();
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
@@ -372,6 +387,28 @@ TEST_CASE("C API entry points reject NULL handles and pointers with a sentence",
   CHECK(fa3_kernel_cubin(fa3_kernel_name(0), &data, &size) == FA3_OK);
   CHECK(std::string(fa3_last_error()).empty());
   CHECK(size > 0);
+}
+
+TEST_CASE("out of host memory: a status, and no exception out of the C API", "[cpu][api]") {
+  // Each call's sentence needs an allocation, and so does the handler's "out of host memory"
+  // (past std::string's in-place capacity): neither may throw out of the C function.
+  Args a;
+  fa3_status forward = FA3_OK, create = FA3_OK;
+  bool threw = false;
+  failing_allocations = 1;
+  try {
+    forward = fa3_forward(nullptr, &a.q, &a.k, &a.v, &a.o, nullptr, nullptr, nullptr);
+    create = fa3_create(nullptr, 0, nullptr);
+  } catch (...) {
+    threw = true;
+  }
+  failing_allocations = 0;
+  CHECK_FALSE(threw);
+  CHECK(forward == FA3_ERR_OUT_OF_MEMORY);
+  CHECK(create == FA3_ERR_OUT_OF_MEMORY);
+  // With memory again, the same call gives its own sentence.
+  CHECK(fa3_create(nullptr, 0, nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(fa3_last_error()) == "h is NULL: pass the address of a fa3_handle*");
 }
 
 TEST_CASE("without a driver fa3_create says so", "[cpu][api]") {

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <new>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <thread>
@@ -724,7 +725,7 @@ TEST_CASE("backward: the first compiled kernel that fits runs; none is a sentenc
 
   // Every problem the checks accept has a kernel in this library.
   for (const fa3::DType dtype : {fa3::DType::F16, fa3::DType::BF16})
-    for (const int head_dim : {64, 128})
+    for (const int head_dim : {64, 128, 256})
       for (const bool causal : {false, true}) {
         prob.dtype = dtype;
         prob.head_dim = head_dim;
@@ -1015,6 +1016,48 @@ TEST_CASE("backward: a capture on another thread (global mode) survives the hand
   fake().set_foreign_capture(0);
 }
 
+TEST_CASE("backward: a launch that throws still marks the end of its workspace use",
+          "[cpu][api][runtime]") {
+  // An exception out of the launch (host memory running out while a failed launch's sentence
+  // is built, after the preprocess was launched) must not leave the workspace looking idle
+  // to other streams while that kernel may still use it.
+  FakeHandle fh;
+  fa3::ContextScope scope(fh.h);
+  REQUIRE_FALSE(scope.error().failed());
+  CUdeviceptr first = 0;
+  const size_t records = fake().count("cuEventRecord");
+  CHECK_THROWS_AS(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8001)), 4096,
+                                             [&](CUdeviceptr base) -> fa3::Error {
+                                               first = base;
+                                               throw std::bad_alloc();
+                                             }),
+                  std::bad_alloc);
+  CHECK(first != 0);
+  CHECK(fake().count("cuEventRecord") == records + 1);  // recorded on the way out
+  fake().set_stream_busy(stream_at(0x8001), 1);         // its work still running
+  CUdeviceptr second = 0;
+  CHECK_FALSE(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8002)), 4096,
+                                         [&](CUdeviceptr base) {
+                                           second = base;
+                                           return fa3::Error::ok();
+                                         })
+                  .failed());
+  CHECK(second != 0);
+  CHECK(second != first);
+  // Once that work has run, the first workspace is idle again.
+  fake().set_stream_busy(stream_at(0x8001), 0);
+  fake().set_stream_busy(stream_at(0x8002), 1);
+  CUdeviceptr third = 0;
+  CHECK_FALSE(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8003)), 4096,
+                                         [&](CUdeviceptr base) {
+                                           third = base;
+                                           return fa3::Error::ok();
+                                         })
+                  .failed());
+  CHECK(third == first);
+  fake().set_stream_busy(stream_at(0x8002), 0);
+}
+
 TEST_CASE("backward: a stream takes over a handle's workspace whose last call has run",
           "[cpu][api][runtime]") {
   FakeHandle fh;
@@ -1085,9 +1128,16 @@ TEST_CASE("backward: a stream takes over a handle's workspace whose last call ha
   REQUIRE(a.run(fh.h, stream_at(0x1064)) == FA3_OK);  // its own still
   CHECK(workspace_used() == kept);
   CHECK(fake().count("cuMemAlloc") == 5);
+  // That call's record succeeded and marks the end of both uses: once it has run, another
+  // stream takes the workspace over again (it is not pinned to its stream for good).
+  for (uintptr_t n : {0x3000, 0x4000, 0x5000, 0x6000}) fake().set_stream_busy(stream_at(n), 1);
+  REQUIRE(a.run(fh.h, stream_at(0x6100)) == FA3_OK);
+  CHECK(workspace_used() == kept);
+  CHECK(fake().count("cuMemAlloc") == 5);
 
   // An event that cannot be made: nothing launched, nothing allocated.
-  for (uintptr_t n : {0x1064, 0x3000, 0x4000, 0x5000, 0x6000}) fake().set_stream_busy(stream_at(n), 1);
+  for (uintptr_t n : {0x1064, 0x3000, 0x4000, 0x5000, 0x6000, 0x6100})
+    fake().set_stream_busy(stream_at(n), 1);
   fake().fail("cuEventCreate", CUDA_ERROR_OUT_OF_MEMORY);
   const size_t launches = fake().count("cuLaunchKernelEx");
   CHECK(a.run(fh.h, stream_at(0x7000)) == FA3_ERR_OUT_OF_MEMORY);

@@ -216,6 +216,10 @@ struct Outcome {
   // Elements of the gradients' buffers that are no element of dq, dk or dv (padding, the guard
   // past each buffer's end) and lost their poison.
   size_t stray_writes = 0;
+  // Elements of the inputs (q, k, v, o, dout as the backward reads them, lse) changed by the
+  // backward: compared with their images after the forward, up to kInputCheckBytes in all.
+  size_t inputs_changed = 0;
+  bool inputs_checked = false;
   size_t rows_checked = 0, key_rows_checked = 0;
   std::vector<std::vector<uint16_t>> gradients;  // the dq, dk, dv buffers (determinism checks)
 };
@@ -231,6 +235,7 @@ enum class Tamper {
   EmptyRow,   // dq's element (0, 0, 0, 0) is 1.0 (causal cases with seqlen_q > seqlen_k)
   Stray,      // the last guard element of dv's buffer is 0, and (padded outputs) the first
               // padding element after dv's row (0, 0, 0)
+  Input,      // the first element of q's buffer, as read back after the backward, changed
 };
 
 struct RunOptions {
@@ -244,6 +249,9 @@ struct RunOptions {
 // the end of dq, dk or dv shows there.
 constexpr size_t kGuardElements = 256;
 constexpr uint16_t kPoison = 0xffff;  // DeviceBuffer::poison's bytes: NaN in f16 and bf16
+// The inputs are read back after the backward when they hold at most this many bytes (not in
+// the [large] cases, whose inputs take several GB).
+constexpr size_t kInputCheckBytes = size_t{1} << 30;
 
 // The rows the reference computes. Everything when that is cheap; else, for the first and the
 // last (batch, K/V head) group, the statistics of every query row (which dK and dV need) and a
@@ -368,6 +376,24 @@ class Runner {
       x[kO].stride_seq = c.heads * (D + 2);
       x[kO].stride_batch = c.seqlen_q * c.heads * (D + 2);
     }
+    // The backward's inputs as the forward left them: every buffer but the gradients' (the
+    // padded layout's copy of O too), and lse.
+    std::set<int> gradient_buffers;
+    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) gradient_buffers.insert(plan.at[static_cast<size_t>(t)].buffer);
+    std::vector<const DeviceBuffer*> inputs{&lse};
+    if (c.layout == Layout::PaddedOutputs) inputs.push_back(&padded_o);
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (!gradient_buffers.count(static_cast<int>(i))) inputs.push_back(&buffers[i]);
+    size_t input_bytes = 0;
+    for (const DeviceBuffer* b : inputs) input_bytes += b->bytes();
+    r.inputs_checked = input_bytes <= kInputCheckBytes;
+    std::vector<std::vector<uint8_t>> input_images;
+    if (r.inputs_checked)
+      for (const DeviceBuffer* b : inputs) {
+        input_images.emplace_back(b->bytes());
+        b->download(input_images.back().data(), b->bytes());
+      }
+
     DeviceBuffer workspace;
     size_t workspace_bytes = 0;
     if (options.workspace == Workspace::Caller) {
@@ -392,8 +418,13 @@ class Runner {
     }
     cuda_check(cudaDeviceSynchronize(), "fa3_forward + fa3_backward");
 
-    std::set<int> gradient_buffers;
-    for (const int t : {int{kDq}, int{kDk}, int{kDv}}) gradient_buffers.insert(plan.at[static_cast<size_t>(t)].buffer);
+    for (size_t i = 0; i < input_images.size(); ++i) {
+      std::vector<uint8_t> after(input_images[i].size());
+      inputs[i]->download(after.data(), after.size());
+      if (options.tamper == Tamper::Input && inputs[i] == &buffers[static_cast<size_t>(plan.at[kQ].buffer)])
+        after[0] ^= 1;
+      for (size_t at = 0; at < after.size(); ++at) r.inputs_changed += after[at] != input_images[i][at];
+    }
     std::vector<std::vector<uint16_t>> host(buffers.size());
     for (const int i : gradient_buffers) {
       host[static_cast<size_t>(i)].resize(plan.buffer_elements[static_cast<size_t>(i)] + kGuardElements);
@@ -407,7 +438,8 @@ class Runner {
       return from_16bit(bits_at(t, b, s2, h, col), c.bf16);
     };
     switch (options.tamper) {
-      case Tamper::None: break;
+      case Tamper::None:
+      case Tamper::Input: break;
       case Tamper::Gradients:
         for (const int t : {int{kDq}, int{kDk}, int{kDv}})
           bits_at(t, 0, 0, 0, 0) = to_16bit(element(t, 0, 0, 0, 0) + 1.0f, c.bf16);
@@ -574,6 +606,7 @@ void check_outcome(const Outcome& r, bool reference_checked = true) {
   CHECK(r.unwritten == 0);
   CHECK(r.empty_row_nonzero == 0);
   CHECK(r.stray_writes == 0);
+  CHECK(r.inputs_changed == 0);
   if (!reference_checked) return;
   CHECK(r.rows_checked > 0);
   CHECK(r.key_rows_checked > 0);
@@ -745,10 +778,17 @@ TEST_CASE("fa3_backward matches the float64 reference", "[gpu][backward]") {
   const int head_dim = GENERATE(64, 128, 256);
   const bool causal = GENERATE(false, true);
   uint64_t seed = 2000 + static_cast<uint64_t>(head_dim) * 4 + (bf16 ? 2 : 0) + (causal ? 1 : 0);
+  // Every other shape, and each with seqlen_q > seqlen_k (causal: query blocks that see no key,
+  // whose dQ only the preprocess's zeroing writes), with a caller's workspace poisoned with NaN:
+  // the handle's own may be fresh memory that happens to be zero.
+  bool caller = false;
   for (const Shape& s : kShapes) {
     const Case c = case_of(s, bf16, head_dim, causal);
-    INFO(c.describe());
-    check_outcome(runner.run(c, seed));
+    RunOptions options;
+    options.workspace = caller || s.seqlen_q > s.seqlen_k ? Workspace::Caller : Workspace::Handle;
+    caller = !caller;
+    INFO(c.describe() << (options.workspace == Workspace::Caller ? ", caller's workspace" : ""));
+    check_outcome(runner.run(c, seed, options));
     seed += 7919;
   }
 }
@@ -888,6 +928,10 @@ TEST_CASE("the checks fail on tampered gradients (negative controls)", "[gpu][ba
     CHECK(runner.run(c, seed, tamper).unwritten == 1);
     tamper.tamper = Tamper::Stray;
     CHECK(runner.run(c, seed, tamper).stray_writes == (layout == Layout::PaddedOutputs ? 2u : 1u));
+    tamper.tamper = Tamper::Input;
+    const Outcome input = runner.run(c, seed, tamper);
+    CHECK(input.inputs_checked);
+    CHECK(input.inputs_changed == 1);
     ++seed;
   }
   // Causal with seqlen_q > seqlen_k: query row 0 sees no key.
@@ -924,17 +968,21 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
     size_t bytes;
     fa3_tensor dv;
     fa3_status status;
+    std::string sentence;  // a part of fa3_last_error() (the CPU tests check each whole)
   };
   fa3_tensor dv_wrong_heads = x[kDv];
   dv_wrong_heads.heads = H;
   fa3_tensor dv_on_dk = x[kDv];
   dv_on_dk.data = x[kDk].data;
   const Bad bad[] = {
-      {"workspace too small", workspace.get(), needed - 1, x[kDv], FA3_ERR_INVALID_ARGUMENT},
+      {"workspace too small", workspace.get(), needed - 1, x[kDv], FA3_ERR_INVALID_ARGUMENT,
+       "workspace_bytes (" + std::to_string(needed - 1) + ") is less than the " +
+           std::to_string(needed) + " bytes this problem needs"},
       {"workspace misaligned", static_cast<char*>(workspace.get()) + 128, needed, x[kDv],
-       FA3_ERR_INVALID_ARGUMENT},
-      {"dv with q's heads", workspace.get(), needed, dv_wrong_heads, FA3_ERR_INVALID_ARGUMENT},
-      {"dv on dk", nullptr, 0, dv_on_dk, FA3_ERR_INVALID_ARGUMENT},
+       FA3_ERR_INVALID_ARGUMENT, "must be 256-byte aligned"},
+      {"dv with q's heads", workspace.get(), needed, dv_wrong_heads, FA3_ERR_INVALID_ARGUMENT,
+       "dv->heads (4) must equal k->heads (2)"},
+      {"dv on dk", nullptr, 0, dv_on_dk, FA3_ERR_INVALID_ARGUMENT, "dv overlaps dk in memory"},
   };
   for (const Bad& b : bad) {
     INFO(b.what);
@@ -944,7 +992,7 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
     CHECK(fa3_backward(runner.handle(), &x[kQ], &x[kK], &x[kV], &x[kO], &x[kDout], lse.as<float>(),
                        &x[kDq], &x[kDk], &dv, &params, b.workspace, b.bytes, nullptr) == b.status);
     INFO(fa3_last_error());
-    CHECK(std::string(fa3_last_error()).size() > 10);
+    CHECK_THAT(std::string(fa3_last_error()), Catch::Contains(b.sentence));
     cuda_check(cudaDeviceSynchronize(), "after a refused call");
     for (const int t : {int{kDq}, int{kDk}, int{kDv}}) {
       std::vector<uint16_t> back(static_cast<size_t>(c.elements(t)));

@@ -248,6 +248,8 @@ TEST_CASE("fa3-sass: every failure fixture fails for the reason it was made for"
   CHECK_THAT(detail("hmma.sass", CheckId::WgmmaUsed), Catch::Contains("16 HMMA"));
   CHECK_THAT(detail("fp8_without_qgmma.sass", CheckId::Fp8UsesQgmma), Catch::Contains("no QGMMA (32 HGMMA)"));
   CHECK_THAT(detail("bwd_no_reduce_add.sass", CheckId::TmaReduceAdd), Catch::Contains("no UTMAREDG"));
+  CHECK_THAT(detail("bwd_no_reduce_add.sass", CheckId::TmaReduceAdd),
+             Catch::Contains("2 per-thread floating-point atomic adds (RED/ATOM) instead"));
   CHECK_THAT(detail("real/fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt.sass", CheckId::BwdExpOverlap),
              Catch::Contains("2 of the step's 64 MUFU.EX2") && Catch::Contains("fewer than an eighth"));
   CHECK_THAT(detail("real/fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_pp_c2_release_cluster.sass",
@@ -362,6 +364,12 @@ TEST_CASE("fa3-sass: each backward check fails on the one defect it is made for"
        "tma_loads=pass tma_reduce_add=fail wgmma_used=pass wgmma_not_serialized=pass bwd_gemms=pass "
        "bwd_exp_overlap=pass uniform_operands=pass",
        CheckId::TmaReduceAdd, "none of them .ADD"},
+      // A per-thread fp32 atomic add beside the bulk reduce-add: part of a sum by atomics.
+      {"a float RED beside UTMAREDG.ADD",
+       mutate("UTMAREDG.4D.ADD", "UTMAREDG.4D.ADD", "RED.E.ADD.F32.FTZ.RN.STRONG.GPU desc[UR4][R2.64], R20 ;"),
+       "tma_loads=pass tma_reduce_add=fail wgmma_used=pass wgmma_not_serialized=pass bwd_gemms=pass "
+       "bwd_exp_overlap=pass uniform_operands=pass",
+       CheckId::TmaReduceAdd, "but also 2 per-thread floating-point atomic adds"},
       // A wait behind every wgmma: no two overlap (ptxas's C7515 form).
       {"a wait after every HGMMA", mutate("HGMMA.", "HGMMA.", "WARPGROUP.DEPBAR.LE gsb0, 0x0 ;"),
        "tma_loads=pass tma_reduce_add=pass wgmma_used=pass wgmma_not_serialized=fail bwd_gemms=pass "

@@ -3,7 +3,7 @@
 # and each start costs minutes). Run from the repository root with a carried build/ (the
 # tests step needs build/libfakecuda.so too, for its fake-driver cases).
 #   tools/gpu-check.sh [STEP...]
-#   steps: info layers tests tests-rest bench sass sanitize backward python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems ncu-bwd clocks
+#   steps: info layers tests tests-rest bench bench-bwd sass sanitize backward python compare compare-fp16 compare-quick side-by-side side-by-side-bwd grid ablation make configs forward tune-quick tune ab sweep-k kernels ncu-l2 ncu-source ncu-systems ncu-bwd clocks
 #   side-by-side: bench/compare.py --side-by-side, bf16 then fp16 (a process each): this
 #       build's build/libfa3.so, the previous build's .prev/libfa3.so and the public FA3 of
 #       .anchors/fa3 (carry .prev and .anchors with build), same inputs, the order rotating
@@ -13,6 +13,8 @@
 #       fa3,fa3-prev,fa3-public,cudnn)
 #   backward: the backward's GPU tests (without [large]), fa3-sass on its kernels and the
 #       sanitizers on its [sanitize] cases
+#   bench-bwd: fa3-bench's backward and forward+backward rows (bf16 and fp16, every head dim
+#       and mask, 1k-2k), each checked against float64
 #   side-by-side-bwd: the same for the backward (bench/compare.py --side-by-side --direction
 #       bwd), bf16 then fp16: fa3 (fa3.backward), the public FA3 of .anchors/fa3 and cuDNN
 #       (torch.autograd.grad through each), every system's forward run once per input set
@@ -132,8 +134,15 @@ for step in "${steps[@]}"; do
       run_step backward-sass 120 build/fa3-sass --lib build/libfa3.so 'fa3_bwd_*'
       run_step backward-sanitize 300 env SANITIZE_FILTER='[backward][sanitize]' \
         tools/sanitize.sh build/fa3_tests ;;
+    bench-bwd)
+      # fa3-bench's backward and forward+backward rows, each checked against float64 (a
+      # failed check exits 1): both dtypes, every head dim and mask, 1k and 2k.
+      run_step bench-bwd 240 build/fa3-bench --direction bwd --dtype bf16,fp16 --seqlen 1k,2k --check
+      run_step bench-fwdbwd 240 build/fa3-bench --direction fwdbwd --dtype bf16,fp16 --seqlen 1k --check ;;
     python)
-      run_step python 300 tools/run_python_tests.sh ;;
+      # FA3_REQUIRE_GPU=1: no PyTorch, no CUDA or no pytest here fails the step (the GPU
+      # tests would otherwise skip and the run pass).
+      run_step python 300 env FA3_REQUIRE_GPU=1 tools/run_python_tests.sh ;;
     compare)
       run_step compare 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
     compare-fp16)

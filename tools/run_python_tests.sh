@@ -5,7 +5,8 @@
 #
 # FA3_LIBRARY defaults to build/libfa3.so (override: FA3_LIBRARY=... or BUILD=build-x);
 # PYTHON defaults to the first of python3, /usr/bin/python3 that has pytest. Without PyTorch, CUDA or a Hopper GPU the GPU tests skip with
-# the reason; the library, header-mirror and tuning-table tests run everywhere.
+# the reason; the library, header-mirror and tuning-table tests run everywhere. FA3_REQUIRE_GPU=1
+# (tools/gpu-check.sh sets it) makes that, or a missing pytest, fail the run instead.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -24,6 +25,8 @@ export FA3_LIBRARY=${FA3_LIBRARY:-$PWD/$BUILD/libfa3.so}
 if ! "$PYTHON" -c "import pytest" 2>/dev/null; then
   echo "SKIPPED: python tests: pytest is not installed for $PYTHON" \
        "(Debian: apt-get install python3-pytest; or pip install pytest)"
+  # FA3_REQUIRE_GPU=1 (the GPU machine's runs): nothing run is a failure there.
+  [ "${FA3_REQUIRE_GPU:-}" = 1 ] && exit 1
   exit 0
 fi
 if [ ! -f "$FA3_LIBRARY" ]; then

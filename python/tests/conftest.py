@@ -35,6 +35,37 @@ ERROR_REPORT: list[dict[str, Any]] = []
 GRADIENT_REPORT: list[dict[str, Any]] = []
 
 
+def gpu_run_refusal() -> str | None:
+    """Why this machine cannot run the GPU tests (the reason their fixtures would skip with),
+    or None when it can."""
+    try:
+        fa3.library_path()
+    except fa3.LibraryNotFoundError as error:
+        return f"libfa3.so not found: {error}"
+    try:
+        import torch
+    except ImportError:
+        return "PyTorch is not installed"
+    if not torch.cuda.is_available():
+        return "PyTorch sees no CUDA device (no GPU or no driver)"
+    capability = torch.cuda.get_device_capability(torch.cuda.current_device())
+    if capability != HOPPER_CAPABILITY:
+        return f"needs a Hopper GPU (compute capability 9.0), not {capability[0]}.{capability[1]}"
+    if not fa3.kernels():
+        return "libfa3.so has no compiled kernels (built with FWD_KERNELS=)"
+    return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """With FA3_REQUIRE_GPU=1 (tools/gpu-check.sh's python step sets it) a machine that cannot
+    run the GPU tests fails the run, instead of every GPU test skipping and the run passing."""
+    if os.environ.get("FA3_REQUIRE_GPU") == "1":
+        reason = gpu_run_refusal()
+        if reason is not None:
+            pytest.exit(f"FA3_REQUIRE_GPU=1, but the GPU tests cannot run here: {reason}",
+                        returncode=1)
+
+
 @pytest.fixture(scope="session")
 def library() -> str:
     """The path of the loaded libfa3; skips the test when there is none, fails it when

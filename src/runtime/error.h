@@ -23,6 +23,10 @@ inline Error make_error(fa3_status status, std::string message) {
 
 // Records the error for fa3_last_error() of the calling thread and returns its status.
 fa3_status set_last_error(const Error& e);
+// The same for the C boundary's exception handlers, which must not throw themselves: the
+// sentence is `prefix` then `detail`; when even that cannot be stored (out of host memory),
+// fa3_last_error() is empty.
+fa3_status set_last_error_nothrow(fa3_status status, const char* prefix, const char* detail = "") noexcept;
 void clear_last_error();
 const char* last_error_text();
 

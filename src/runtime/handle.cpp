@@ -139,6 +139,7 @@ Error load_kernel(fa3_handle* h, const Context& context, const KernelInfo& kerne
                                                std::to_string(h->max_smem_per_block));
   CUmodule module = nullptr;
   const Driver::RelaxedCaptureMode relaxed(d);
+  h->loaded.reserve(h->loaded.size() + 1);  // the push_back below cannot throw: no module leaks
   CUresult r = d.module_load_data(&module, kernel.cubin);
   if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
   fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr, nullptr};
@@ -293,6 +294,7 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
   fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
     const Driver::RelaxedCaptureMode relaxed(d);
+    h->counter_chunks.reserve(h->counter_chunks.size() + 1);  // no throw after the allocation
     CUdeviceptr base = 0;
     CUresult r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
     if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
@@ -370,11 +372,14 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
       entry->stream_id = id;
       idle = true;
     } else {
+      // The host's allocations first: the event is not leaked when one of them throws.
+      auto created = std::make_unique<fa3_handle::StreamWorkspace>();
+      h->workspaces.reserve(h->workspaces.size() + 1);
       CUevent event = nullptr;
       const CUresult r = d.event_create(&event, CU_EVENT_DISABLE_TIMING);
       if (r != CUDA_SUCCESS)
         return d.fail(r, "creating an event for the handle's workspace (cuEventCreate)");
-      h->workspaces.push_back(std::make_unique<fa3_handle::StreamWorkspace>());
+      h->workspaces.push_back(std::move(created));
       entry = h->workspaces.back().get();
       entry->context = context;
       entry->stream_id = id;
@@ -412,15 +417,22 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
     entry->base = base;
     entry->bytes = size;
   }
-  e = use(entry->base);
-  // Also after a failed `use`: it may have launched part of its work.
-  const CUresult r = d.event_record(entry->last_use, stream);
-  if (r != CUDA_SUCCESS) {
-    entry->shared = false;
-    if (!e.failed())
-      e = d.fail(r, "recording the end of the handle's workspace use (cuEventRecord; the "
-                    "kernels were launched)");
+  // Not passed on to another stream until an event recorded after this use marks its end:
+  // the last recorded one may mark an earlier use, which has run while this one's kernels
+  // still use the buffer. Recorded also after a failed or throwing `use`: it may have
+  // launched part of its work. A later successful record on this stream shares it again.
+  entry->shared = false;
+  try {
+    e = use(entry->base);
+  } catch (...) {
+    entry->shared = d.event_record(entry->last_use, stream) == CUDA_SUCCESS;
+    throw;
   }
+  const CUresult r = d.event_record(entry->last_use, stream);
+  entry->shared = r == CUDA_SUCCESS;
+  if (r != CUDA_SUCCESS && !e.failed())
+    e = d.fail(r, "recording the end of the handle's workspace use (cuEventRecord; the "
+                  "kernels were launched)");
   return e;
 }
 

@@ -90,7 +90,9 @@ struct fa3_handle {
     CUdeviceptr base = 0;
     size_t bytes = 0;
     CUevent last_use = nullptr;  // recorded on stream_id's stream after each use
-    bool shared = true;  // false once a record failed: then it stays with its stream
+    // false from a use's start until an event recorded after it (the record failed, or the
+    // use threw and so did the record: it stays with its stream until one succeeds)
+    bool shared = true;
     int waiters = 0;     // calls of stream_id's stream that found it and wait for its mutex
                          // (guarded by workspaces_mutex): it is not passed on meanwhile
     std::mutex mutex;

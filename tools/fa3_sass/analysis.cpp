@@ -86,14 +86,23 @@ CheckResult tma_loads(const KernelReport& k) {
 // the TMA unit's bulk reduce-adds: cp.reduce.async.bulk.*.add (SASS UBLKRED ... .ADD, the
 // plain form the kernels use) or its tensor form (UTMAREDG.4D.ADD). Without either, dQ is
 // summed some other way (per-thread atomics: RED/ATOM, slower and not deterministic).
+// Per-thread floating-point atomics beside them fail the check too: part of dQ (or of
+// anything) would then be summed in an order that changes from run to run.
 CheckResult tma_reduce_add(const KernelReport& k) {
   const CheckId id = CheckId::TmaReduceAdd;
-  if (k.mix.ublkred_add > 0) return {id, true, count(k.mix.ublkred_add, "UBLKRED .ADD")};
-  if (k.mix.utmaredg_add > 0) return {id, true, count(k.mix.utmaredg_add, "UTMAREDG.ADD")};
+  const size_t atomics = k.mix.float_atomic_adds;
+  const std::string atomic_adds = plural(atomics, "per-thread floating-point atomic add") + " (RED/ATOM)";
+  std::string bulk;
+  if (k.mix.ublkred_add > 0) bulk = count(k.mix.ublkred_add, "UBLKRED .ADD");
+  else if (k.mix.utmaredg_add > 0) bulk = count(k.mix.utmaredg_add, "UTMAREDG.ADD");
+  if (!bulk.empty() && atomics == 0) return {id, true, bulk};
+  if (!bulk.empty())
+    return {id, false, bulk + ", but also " + atomic_adds + ": not every sum goes through the TMA unit"};
+  const std::string also = atomics > 0 ? "; " + atomic_adds + " instead" : "";
   if (k.mix.utmaredg + k.mix.ublkred > 0)
     return {id, false, count(k.mix.utmaredg + k.mix.ublkred, "UTMAREDG/UBLKRED") +
-                           ", none of them .ADD: dQ is not accumulated"};
-  return {id, false, "no UTMAREDG or UBLKRED: dQ is not added into global memory by TMA reduce-adds"};
+                           ", none of them .ADD: dQ is not accumulated" + also};
+  return {id, false, "no UTMAREDG or UBLKRED: dQ is not added into global memory by TMA reduce-adds" + also};
 }
 
 // A cluster kernel shares its K/V loads through multicast, and its consumers hand stages

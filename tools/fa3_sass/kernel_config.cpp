@@ -19,7 +19,7 @@ const CheckInfo kChecks[] = {
     {CheckId::NoSpills, "no_spills", "no local-memory spills (LDL/STL, stack, local)"},
     {CheckId::SetMaxReg, "setmaxnreg", "setmaxnreg in the warp-specialized kernel (USETMAXREG)"},
     {CheckId::TmaLoads, "tma_loads", "TMA loads present (UTMALDG)"},
-    {CheckId::TmaReduceAdd, "tma_reduce_add", "dQ added into global memory by TMA reduce-adds (UBLKRED .ADD or UTMAREDG.*.ADD)"},
+    {CheckId::TmaReduceAdd, "tma_reduce_add", "dQ added into global memory by TMA reduce-adds (UBLKRED .ADD or UTMAREDG.*.ADD), no float RED/ATOM adds"},
     {CheckId::WgmmaUsed, "wgmma_used", "tensor cores through wgmma (HGMMA/QGMMA), not HMMA"},
     {CheckId::WgmmaNotSerialized, "wgmma_not_serialized", "wgmma not serialized (no wait after every HGMMA)"},
     {CheckId::UniformOperands, "uniform_operands",

@@ -60,6 +60,7 @@ std::string mix_lines(const InstructionMix& m) {
     << "  UTMALDG " << m.utmaldg << "  UTMASTG " << m.utmastg;
   if (m.utmaredg) s << "  UTMAREDG " << m.utmaredg;
   if (m.ublkred) s << "  UBLKRED " << m.ublkred;
+  if (m.float_atomic_adds) s << "  float RED/ATOM adds " << m.float_atomic_adds;
   s << "  USETMAXREG " << m.usetmaxreg_dealloc
     << " dealloc/" << m.usetmaxreg_alloc << " alloc  LDL " << m.ldl << "  STL " << m.stl;
   return s.str();
@@ -249,6 +250,7 @@ Json mix_json(const InstructionMix& m) {
               {"utmastg", m.utmastg},
               {"utmaredg", m.utmaredg},
               {"ublkred", m.ublkred},
+              {"float_atomic_adds", m.float_atomic_adds},
               {"usetmaxreg_dealloc", m.usetmaxreg_dealloc},
               {"usetmaxreg_alloc", m.usetmaxreg_alloc},
               {"ldl", m.ldl},

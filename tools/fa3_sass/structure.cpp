@@ -49,6 +49,12 @@ InstructionMix count_mix(const SassFunction& f) {
   m.instructions = f.instructions.size();
   for (const Instruction& in : f.instructions) {
     const std::string& op = in.opcode;
+    const std::string base = in.base();
+    if ((base == "RED" || base == "REDG" || base == "ATOM" || base == "ATOMG") &&
+        op.find(".ADD") != std::string::npos &&
+        (op.find(".F32") != std::string::npos || op.find("F16") != std::string::npos ||
+         op.find(".F64") != std::string::npos))
+      ++m.float_atomic_adds;
     switch (classify(in)) {
       case InstrClass::Hgmma:
         ++m.hgmma;

@@ -39,6 +39,9 @@ struct InstructionMix {
   size_t utmaredg_add = 0;       // of those, UTMAREDG.*.ADD (.add)
   size_t ublkred = 0;            // UBLKRED: bulk reduce into global memory (cp.reduce.async.bulk)
   size_t ublkred_add = 0;        // of those, .ADD
+  // RED/REDG/ATOM/ATOMG adds of floating-point values (.F32, .F16x2, .BF16x2, .F64): per-thread
+  // atomics into global memory, the path the backward's dQ must not take.
+  size_t float_atomic_adds = 0;
   size_t usetmaxreg_dealloc = 0, usetmaxreg_alloc = 0;
   // The register counts they set (their immediate), in program order; none when not an immediate.
   std::vector<int> usetmaxreg_dealloc_regs, usetmaxreg_alloc_regs;
