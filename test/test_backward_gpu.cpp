@@ -981,7 +981,7 @@ TEST_CASE("fa3_backward refuses bad arguments on real memory and leaves every ou
       {"workspace misaligned", static_cast<char*>(workspace.get()) + 128, needed, x[kDv],
        FA3_ERR_INVALID_ARGUMENT, "must be 256-byte aligned"},
       {"dv with q's heads", workspace.get(), needed, dv_wrong_heads, FA3_ERR_INVALID_ARGUMENT,
-       "dv->heads (4) must equal k->heads (2)"},
+       "dv->heads (4) must equal v->heads (2)"},
       {"dv on dk", nullptr, 0, dv_on_dk, FA3_ERR_INVALID_ARGUMENT, "dv overlaps dk in memory"},
   };
   for (const Bad& b : bad) {
