@@ -1625,7 +1625,7 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace, a
   // persistent kernel's CTAs walking several tiles.
   Runner runner;
-  Case cases[9];
+  Case cases[10];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
   cases[0].seqlen_k = 131; cases[0].heads = 2; cases[0].heads_kv = 1;
   cases[1].bf16 = false; cases[1].head_dim = 64; cases[1].batch = 2; cases[1].seqlen_q = 65;
@@ -1650,6 +1650,10 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // first, the counters started by the preprocess (kOrderedLastFirst), across drawn tiles.
   cases[8] = cases[6];
   cases[8].bf16 = true; cases[8].seqlen_k = 420; cases[8].deterministic = true;
+  // The d256 causal deterministic mode (ordered adds under a causal mask: the K/V blocks start
+  // shortest first, bwd_tile_at).
+  cases[9] = cases[4];
+  cases[9].bf16 = false; cases[9].seqlen_q = 200; cases[9].seqlen_k = 230; cases[9].deterministic = true;
   uint64_t seed = 4242;
   for (const Case& c : cases) {
     INFO(c.describe());

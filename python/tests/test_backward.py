@@ -219,8 +219,9 @@ def test_softmax_scale(device: torch.device, gradient_report: Record) -> None:
 
 @pytest.mark.parametrize("dtype,head_dim,heads_kv,causal",
                          [(torch.bfloat16, 128, 2, True), (torch.float16, 64, 1, False),
-                          (torch.bfloat16, 64, 8, True)],
-                         ids=["bf16-d128-gqa4-causal", "fp16-d64-mqa", "bf16-d64-mha-causal"])
+                          (torch.bfloat16, 64, 8, True), (torch.float16, 256, 2, True)],
+                         ids=["bf16-d128-gqa4-causal", "fp16-d64-mqa", "bf16-d64-mha-causal",
+                              "fp16-d256-gqa4-causal"])
 def test_deterministic_mode_is_bitwise_repeatable(device: torch.device, dtype: torch.dtype,
                                                   head_dim: int, heads_kv: int,
                                                   causal: bool) -> None:
