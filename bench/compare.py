@@ -87,6 +87,7 @@ import contextlib
 import csv
 import dataclasses
 import gc
+import importlib.util
 import math
 import os
 import shutil
@@ -1312,6 +1313,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="print the run's time estimate and exit (no torch, no GPU needed; "
                              "counts the systems as given, before any is left out)")
     args = parser.parse_args(argv)
+    # The figure is drawn after every shape was timed: a missing matplotlib would fail the run
+    # at its end.
+    if args.png and not args.estimate_only and importlib.util.find_spec("matplotlib") is None:
+        parser.error(f"--png {args.png} needs matplotlib, which this Python does not have: "
+                     "install it, or leave --png out")
 
     args.seqlens = args.seqlens or (QUICK_SEQLENS if args.quick else DEFAULT_SEQLENS)
     args.dtype = args.dtype or (["bf16", "fp16"] if args.side_by_side else ["bf16"])

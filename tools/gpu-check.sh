@@ -64,6 +64,9 @@ set -u
 export OUT=${OUT:-gpu-out}  # also for the steps that run in a bash -c of their own
 mkdir -p "$OUT"
 steps=("$@")
+# compare's figure where matplotlib is there (compare.py refuses --png without it).
+png=()
+python3 -c "import matplotlib" 2>/dev/null && png=(--png "$OUT/compare.png")
 # The default fits one device call (600 s): the whole test binary (~440 s on an H200, v65;
 # its [layers] cases included, so no layers step of their own) and one checked benchmark.
 [ ${#steps[@]} -gt 0 ] || steps=(info tests bench)
@@ -144,13 +147,13 @@ for step in "${steps[@]}"; do
       # tests would otherwise skip and the run pass).
       run_step python 300 env FA3_REQUIRE_GPU=1 tools/run_python_tests.sh ;;
     compare)
-      run_step compare 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+      run_step compare 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --csv "$OUT/compare.csv" ${png[@]+"${png[@]}"} ;;
     compare-fp16)
       # The same grid in fp16 (the anchors are bf16; bench/vs_anchors.py reads both CSVs).
       run_step compare-fp16 550 env PYTHONUNBUFFERED=1 python3 bench/compare.py --dtype fp16 \
         --csv "$OUT/compare_fp16.csv" ;;
     compare-quick)
-      run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" --png "$OUT/compare.png" ;;
+      run_step compare 300 env PYTHONUNBUFFERED=1 python3 bench/compare.py --quick --csv "$OUT/compare.csv" ${png[@]+"${png[@]}"} ;;
     side-by-side)
       # 240 s each, so both dtypes stay within 8 minutes even if the estimate is off by 3x;
       # the tables are rewritten after every shape, so a killed run keeps what it measured.

@@ -143,8 +143,9 @@ const char* fa3_last_error(void);
 /* ---- Kernels and the tuning table ------------------------------------------------ */
 
 /* The kernels compiled into this library, by their extern "C" names (which encode their
- * config, e.g. "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal"): the forward kernels, then the
- * backward kernels (fa3_bwd_..., whose cubins also hold <name>_pre and <name>_post).
+ * config, e.g. "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal"): the
+ * forward kernels, then the backward kernels (fa3_bwd_..., whose cubins also hold <name>_pre
+ * and <name>_post).
  * index in [0, fa3_kernel_count()). */
 int fa3_kernel_count(void);
 const char* fa3_kernel_name(int index);

@@ -44,8 +44,8 @@ def library_path() -> str:
 
 def kernels() -> list[str]:
     """The names of the kernels compiled into libfa3, forward and backward, e.g.
-    "fa3_fwd_bf16_d128_m128_n128_s2_w2_causal" or "fa3_bwd_bf16_d128_m64_n128_s2_w2" (the
-    name encodes the kernel's config)."""
+    "fa3_fwd_bf16_d128_m128_n128_s2_w2_ov_cr_im_pp_ps_xt_qw_os_qr_causal" or
+    "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh" (the name encodes the kernel's config)."""
     return _kernels(get_library())
 
 

@@ -15,9 +15,12 @@ import ctypes
 import os
 import threading
 import weakref
-from typing import Iterator, Optional, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from ._lib import Library, get_library, raise_for_status
+
+if TYPE_CHECKING:
+    from .api import Binding
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -43,14 +46,17 @@ class Handle:
     ``fa3_create`` uses the calling thread's current CUDA context when it belongs to the
     device, otherwise the device's primary context (the one PyTorch uses).
 
-    ``library`` is the loaded libfa3 the handle belongs to (default: the package's own); a
-    handle must only be passed to the functions of the library that created it.
+    ``library`` is the loaded libfa3 the handle belongs to: a ``Binding`` (what
+    fa3.open_library returns) or its ``.library`` (default: the package's own); a handle
+    must only be passed to the functions of the library that created it.
 
     Raises Fa3Error (e.g. FA3_ERR_NO_DRIVER, FA3_ERR_ARCH, FA3_ERR_TUNING_TABLE).
     """
 
     def __init__(self, device: int = 0, tuning_table: Optional[PathLike] = None,
-                 library: Optional[Library] = None) -> None:
+                 library: Optional[Union[Library, "Binding"]] = None) -> None:
+        if library is not None and not isinstance(library, Library):
+            library = library.library  # a Binding (fa3.open_library)
         lib = library if library is not None else get_library()
         pointer = ctypes.c_void_p()
         table = None if tuning_table is None else os.fsencode(tuning_table)

@@ -127,6 +127,21 @@ def test_argument_errors(compare: ModuleType, capsys: pytest.CaptureFixture[str]
     assert message in capsys.readouterr().err
 
 
+def test_png_needs_matplotlib_before_anything_runs(compare: ModuleType,
+                                                   capsys: pytest.CaptureFixture[str],
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without matplotlib --png is refused when the arguments are read, not after the run."""
+    find_spec = compare.importlib.util.find_spec
+    monkeypatch.setattr(compare.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else find_spec(name, *a))
+    with pytest.raises(SystemExit) as raised:
+        compare.parse_args(["--png", "out.png"])
+    assert raised.value.code == 2
+    assert "--png out.png needs matplotlib" in capsys.readouterr().err
+    # The estimate alone draws nothing.
+    assert compare.parse_args(["--png", "out.png", "--estimate-only"]).png == "out.png"
+
+
 @pytest.mark.parametrize("count, rounds", [(3, 6), (3, 3), (2, 4), (5, 10), (4, 4)])
 def test_every_system_takes_every_place_equally_often(compare: ModuleType, count: int,
                                                       rounds: int) -> None:

@@ -643,3 +643,8 @@ def test_a_handle_of_a_second_library_reports_through_it(library: str, tmp_path:
         fa3.Handle(0, library=second.library)
     assert raised.value.status == fa3.Status.FA3_ERR_NO_DRIVER
     assert raised.value.detail == second.library.last_error()
+    # The Binding itself, as open_library returns it, names the same library.
+    with pytest.raises(fa3.Fa3Error) as raised:
+        fa3.Handle(0, library=second)
+    assert raised.value.status == fa3.Status.FA3_ERR_NO_DRIVER
+    assert raised.value.detail == second.library.last_error()
