@@ -1024,9 +1024,19 @@ TEST_CASE("backward: a launch that throws still marks the end of its workspace u
   FakeHandle fh;
   fa3::ContextScope scope(fh.h);
   REQUIRE_FALSE(scope.error().failed());
+  auto on = [](uintptr_t n) { return static_cast<CUstream>(stream_at(n)); };
+  // The workspace a call on stream n gets (a use that succeeds).
+  auto workspace_of_call = [&](uintptr_t n) {
+    CUdeviceptr used = 0;
+    CHECK_FALSE(fa3::with_stream_workspace(fh.h, scope.context(), on(n), 4096, [&](CUdeviceptr base) {
+                  used = base;
+                  return fa3::Error::ok();
+                }).failed());
+    return used;
+  };
   CUdeviceptr first = 0;
   const size_t records = fake().count("cuEventRecord");
-  CHECK_THROWS_AS(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8001)), 4096,
+  CHECK_THROWS_AS(fa3::with_stream_workspace(fh.h, scope.context(), on(0x8001), 4096,
                                              [&](CUdeviceptr base) -> fa3::Error {
                                                first = base;
                                                throw std::bad_alloc();
@@ -1035,26 +1045,13 @@ TEST_CASE("backward: a launch that throws still marks the end of its workspace u
   CHECK(first != 0);
   CHECK(fake().count("cuEventRecord") == records + 1);  // recorded on the way out
   fake().set_stream_busy(stream_at(0x8001), 1);         // its work still running
-  CUdeviceptr second = 0;
-  CHECK_FALSE(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8002)), 4096,
-                                         [&](CUdeviceptr base) {
-                                           second = base;
-                                           return fa3::Error::ok();
-                                         })
-                  .failed());
+  const CUdeviceptr second = workspace_of_call(0x8002);
   CHECK(second != 0);
   CHECK(second != first);
   // Once that work has run, the first workspace is idle again.
   fake().set_stream_busy(stream_at(0x8001), 0);
   fake().set_stream_busy(stream_at(0x8002), 1);
-  CUdeviceptr third = 0;
-  CHECK_FALSE(fa3::with_stream_workspace(fh.h, scope.context(), static_cast<CUstream>(stream_at(0x8003)), 4096,
-                                         [&](CUdeviceptr base) {
-                                           third = base;
-                                           return fa3::Error::ok();
-                                         })
-                  .failed());
-  CHECK(third == first);
+  CHECK(workspace_of_call(0x8003) == first);
   fake().set_stream_busy(stream_at(0x8002), 0);
 }
 
