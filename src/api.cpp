@@ -31,7 +31,7 @@ fa3_status fail(fa3_status status, const std::string& message) {
   return fa3::set_last_error(make_error(status, message));
 }
 
-// Runs an API body; no exception crosses the C boundary. The handlers allocate nothing (a
+// Runs an API body; no exception crosses the C boundary. The handlers throw nothing (a
 // std::string built there could throw bad_alloc out of the C function).
 template <class Body>
 fa3_status guarded(Body body) {

@@ -10,6 +10,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fa3/fa3.h"
@@ -390,22 +391,36 @@ TEST_CASE("C API entry points reject NULL handles and pointers with a sentence",
 }
 
 TEST_CASE("out of host memory: a status, and no exception out of the C API", "[cpu][api]") {
-  // Each call's sentence needs an allocation, and so does the handler's "out of host memory"
-  // (past std::string's in-place capacity): neither may throw out of the C function.
+  // Each call's sentence needs an allocation; on a fresh thread (its last-error string still
+  // empty) so does the handler's "out of host memory", past std::string's in-place capacity:
+  // neither may throw out of the C function, and the thread's last error is then empty.
   Args a;
   fa3_status forward = FA3_OK, create = FA3_OK;
   bool threw = false;
-  failing_allocations = 1;
-  try {
-    forward = fa3_forward(nullptr, &a.q, &a.k, &a.v, &a.o, nullptr, nullptr, nullptr);
-    create = fa3_create(nullptr, 0, nullptr);
-  } catch (...) {
-    threw = true;
-  }
-  failing_allocations = 0;
+  std::string error_after = "unset";
+  std::thread([&] {
+    failing_allocations = 1;
+    try {
+      forward = fa3_forward(nullptr, &a.q, &a.k, &a.v, &a.o, nullptr, nullptr, nullptr);
+      create = fa3_create(nullptr, 0, nullptr);
+    } catch (...) {
+      threw = true;
+    }
+    failing_allocations = 0;
+    error_after = fa3_last_error();
+  }).join();
   CHECK_FALSE(threw);
   CHECK(forward == FA3_ERR_OUT_OF_MEMORY);
   CHECK(create == FA3_ERR_OUT_OF_MEMORY);
+  CHECK(error_after.empty());
+  // On a thread whose last-error string has the room (a longer sentence was stored before),
+  // the sentence is kept.
+  CHECK(fa3_create(nullptr, 0, nullptr) == FA3_ERR_INVALID_ARGUMENT);
+  failing_allocations = 1;
+  const fa3_status kept = fa3_create(nullptr, 0, nullptr);
+  failing_allocations = 0;
+  CHECK(kept == FA3_ERR_OUT_OF_MEMORY);
+  CHECK(std::string(fa3_last_error()) == "out of host memory");
   // With memory again, the same call gives its own sentence.
   CHECK(fa3_create(nullptr, 0, nullptr) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "h is NULL: pass the address of a fa3_handle*");

@@ -216,7 +216,7 @@ struct Outcome {
   // Elements of the gradients' buffers that are no element of dq, dk or dv (padding, the guard
   // past each buffer's end) and lost their poison.
   size_t stray_writes = 0;
-  // Elements of the inputs (q, k, v, o, dout as the backward reads them, lse) changed by the
+  // Bytes of the inputs (q, k, v, o, dout as the backward reads them, lse) changed by the
   // backward: compared with their images after the forward, up to kInputCheckBytes in all.
   size_t inputs_changed = 0;
   bool inputs_checked = false;

@@ -13,8 +13,8 @@
 #       fa3,fa3-prev,fa3-public,cudnn)
 #   backward: the backward's GPU tests (without [large]), fa3-sass on its kernels and the
 #       sanitizers on its [sanitize] cases
-#   bench-bwd: fa3-bench's backward and forward+backward rows (bf16 and fp16, every head dim
-#       and mask, 1k-2k), each checked against float64
+#   bench-bwd: fa3-bench's backward rows (bf16 and fp16, every head dim and mask, 1k and 2k)
+#       and forward+backward rows (the same at 1k), each checked against float64
 #   side-by-side-bwd: the same for the backward (bench/compare.py --side-by-side --direction
 #       bwd), bf16 then fp16: fa3 (fa3.backward), the public FA3 of .anchors/fa3 and cuDNN
 #       (torch.autograd.grad through each), every system's forward run once per input set
@@ -139,7 +139,7 @@ for step in "${steps[@]}"; do
         tools/sanitize.sh build/fa3_tests ;;
     bench-bwd)
       # fa3-bench's backward and forward+backward rows, each checked against float64 (a
-      # failed check exits 1): both dtypes, every head dim and mask, 1k and 2k.
+      # failed check exits 1): both dtypes, every head dim and mask; 1k and 2k, fwdbwd 1k.
       run_step bench-bwd 240 build/fa3-bench --direction bwd --dtype bf16,fp16 --seqlen 1k,2k --check
       run_step bench-fwdbwd 240 build/fa3-bench --direction fwdbwd --dtype bf16,fp16 --seqlen 1k --check ;;
     python)

@@ -65,8 +65,9 @@ typedef struct {
  * the handle serves the contexts that come after. A handle may be used from several threads
  * at once. */
 fa3_status fa3_create(fa3_handle** h, int device, const char* tuning_table_path);
-/* Unloads the handle's kernels and frees its tile counters and workspaces without waiting for
- * the GPU: the work of the calls made with it must have finished first (synchronize their
+/* Unloads the handle's kernels and frees its tile counters and workspaces (those of the
+ * device's primary context; a caller-owned context's go with that context) without waiting
+ * for the GPU: the work of the calls made with it must have finished first (synchronize their
  * streams, or the device). */
 fa3_status fa3_destroy(fa3_handle* h);
 

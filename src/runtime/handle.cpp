@@ -9,6 +9,13 @@ namespace fa3 {
 
 namespace {
 
+// Room for one more element, so that the push_back after a driver call cannot throw (and leak
+// what the call made); growing geometrically as push_back would.
+template <class T>
+void reserve_one_more(std::vector<T>* v) {
+  if (v->size() == v->capacity()) v->reserve(v->size() < 4 ? 4 : 2 * v->size());
+}
+
 Error query_device(fa3_handle* h, int ordinal) {
   Driver& d = h->driver;
   int count = 0;
@@ -139,7 +146,11 @@ Error load_kernel(fa3_handle* h, const Context& context, const KernelInfo& kerne
                                                std::to_string(h->max_smem_per_block));
   CUmodule module = nullptr;
   const Driver::RelaxedCaptureMode relaxed(d);
-  h->loaded.reserve(h->loaded.size() + 1);  // the push_back below cannot throw: no module leaks
+  // Every host allocation before the load, so that nothing throws while the module is not yet
+  // recorded (no module leaks); the failure sentences below come after its unload.
+  reserve_one_more(&h->loaded);
+  const std::string pre = kernel.name + "_pre", post = kernel.name + "_post",
+                    last_first = kernel.name + "_lf";
   CUresult r = d.module_load_data(&module, kernel.cubin);
   if (r != CUDA_SUCCESS) return d.fail(r, "loading kernel " + kernel.name + " (cuModuleLoadData)");
   fa3_handle::LoadedKernel loaded{context, &kernel, module, nullptr, nullptr, nullptr, nullptr};
@@ -148,11 +159,11 @@ Error load_kernel(fa3_handle* h, const Context& context, const KernelInfo& kerne
     r = d.func_set_attribute(loaded.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                              static_cast<int>(smem));
   if (r == CUDA_SUCCESS && backward)
-    r = d.module_get_function(&loaded.pre, module, (kernel.name + "_pre").c_str());
+    r = d.module_get_function(&loaded.pre, module, pre.c_str());
   if (r == CUDA_SUCCESS && backward)
-    r = d.module_get_function(&loaded.post, module, (kernel.name + "_post").c_str());
+    r = d.module_get_function(&loaded.post, module, post.c_str());
   if (r == CUDA_SUCCESS && backward && kernel.bwd.causal_last_first()) {
-    r = d.module_get_function(&loaded.last_first, module, (kernel.name + "_lf").c_str());
+    r = d.module_get_function(&loaded.last_first, module, last_first.c_str());
     if (r == CUDA_SUCCESS)
       r = d.func_set_attribute(loaded.last_first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                static_cast<int>(smem));
@@ -294,11 +305,16 @@ Error stream_tile_counter(fa3_handle* h, const Context& context, CUstream stream
   fa3_handle::CounterChunk* chunk = chunk_with_room(h, context);
   if (chunk == nullptr) {
     const Driver::RelaxedCaptureMode relaxed(d);
-    h->counter_chunks.reserve(h->counter_chunks.size() + 1);  // no throw after the allocation
+    reserve_one_more(&h->counter_chunks);  // the push_back below cannot throw
     CUdeviceptr base = 0;
     CUresult r = d.mem_alloc(&base, kCountersPerChunk * sizeof(uint32_t));
     if (r != CUDA_SUCCESS) return d.fail(r, "allocating tile counters (cuMemAlloc)");
-    e = zero_counters(d, base);
+    try {
+      e = zero_counters(d, base);  // (its failure sentence allocates)
+    } catch (...) {
+      d.mem_free(base);
+      throw;
+    }
     if (e.failed()) {
       d.mem_free(base);
       return e;
@@ -374,7 +390,7 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
     } else {
       // The host's allocations first: the event is not leaked when one of them throws.
       auto created = std::make_unique<fa3_handle::StreamWorkspace>();
-      h->workspaces.reserve(h->workspaces.size() + 1);
+      reserve_one_more(&h->workspaces);
       CUevent event = nullptr;
       const CUresult r = d.event_create(&event, CU_EVENT_DISABLE_TIMING);
       if (r != CUDA_SUCCESS)
