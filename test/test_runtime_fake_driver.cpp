@@ -86,6 +86,17 @@ fa3_handle* create() {
   return h;
 }
 
+// The set-up of the tile counters' tests: the fake driver, a handle (each test destroys it
+// where its checks need), the problem and a compiled causal persistent d128 kernel, which
+// draws its tiles from a stream's counter.
+struct CounterTest {
+  UseFakeDriver use;
+  fa3_handle* h = create();
+  Problem pr;
+  const char* name = compiled_d128(causal_persistent);
+  CounterTest() { REQUIRE(name); }
+};
+
 }  // namespace
 
 TEST_CASE("fake driver: a non-Hopper GPU is refused with its name and capability", "[cpu][runtime]") {
@@ -247,13 +258,9 @@ TEST_CASE("the causal scheduler's L2 groups: powers of two, 8 MiB of K and V, a 
   CHECK(causal_l2_group(0, 0, 5, 0) == 4);
 }
 
-TEST_CASE("fake driver: causal persistent kernels get one tile counter per stream",
-          "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: causal persistent kernels get one tile counter per stream",
+                 "[cpu][runtime]") {
   auto launch = [&](uintptr_t stream) {
     unsigned grid = 0;
     const fa3::FwdParams params = pr.run_kernel(h, name, stream, &grid);
@@ -307,13 +314,9 @@ TEST_CASE("fake driver: causal persistent kernels get one tile counter per strea
   CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 1);
 }
 
-TEST_CASE("fake driver: many streams: a counter each, 1024 to a block, each found again",
-          "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: many streams: a counter each, 1024 to a block, each found again",
+                 "[cpu][runtime]") {
   auto counter_of = [&](uintptr_t stream) { return pr.run_kernel(h, name, stream).tile_counter; };
   // (The call log would overflow: allocations are counted by their recorded sizes.)
   fake().reset();
@@ -333,12 +336,9 @@ TEST_CASE("fake driver: many streams: a counter each, 1024 to a block, each foun
   CHECK(FakeCuda::count(fake().calls(), "cuMemFree") == 3);
 }
 
-TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: a failed counter allocation launches nothing",
+                 "[cpu][runtime]") {
   fake().fail("cuMemAlloc", CUDA_ERROR_OUT_OF_MEMORY);
   CHECK(fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p, nullptr) ==
         FA3_ERR_OUT_OF_MEMORY);
@@ -367,14 +367,10 @@ TEST_CASE("fake driver: a failed counter allocation launches nothing", "[cpu][ru
   fa3_destroy(h);
 }
 
-TEST_CASE("fake driver: a capture on another thread (global mode) survives the first call's "
-          "module load and tile counters",
-          "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: a capture on another thread (global mode) survives the first call's "
+                 "module load and tile counters",
+                 "[cpu][runtime]") {
   fake().set_foreign_capture(1);
   // The fake refuses cuMemAlloc to a thread in global mode meanwhile, as the driver does, and
   // the refusal breaks the capture.
@@ -411,14 +407,10 @@ TEST_CASE("fake driver: a capture on another thread (global mode) survives the f
   fake().set_foreign_capture(0);
 }
 
-TEST_CASE("fake driver: tile counters during a graph capture: none allocated, found by the "
-          "stream's handle or spare",
-          "[cpu][runtime]") {
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: tile counters during a graph capture: none allocated, found by the "
+                 "stream's handle or spare",
+                 "[cpu][runtime]") {
   void* const stream = reinterpret_cast<void*>(0x40);
   fake().set_capturing(stream);
   // No counter in the context yet: refused before cuMemAlloc, which would invalidate a capture
@@ -520,17 +512,13 @@ TEST_CASE("fake driver: contexts", "[cpu][runtime]") {
   fa3_destroy(h);
 }
 
-TEST_CASE("fake driver: a context made again at a destroyed one's address, or a reset primary "
-          "context, gets its kernels and counters afresh",
-          "[cpu][runtime]") {
+TEST_CASE_METHOD(CounterTest,
+                 "fake driver: a context made again at a destroyed one's address, or a reset primary "
+                 "context, gets its kernels and counters afresh",
+                 "[cpu][runtime]") {
   // The driver hands a destroyed context's address to a later context, and a reset primary
   // context keeps its address: what the handle loaded or allocated there is gone. The caches
   // go by cuCtxGetId's id, which the fake renews as the driver would.
-  UseFakeDriver use;
-  fa3_handle* h = create();
-  Problem pr;
-  const char* name = compiled_d128(causal_persistent);
-  REQUIRE(name);
   const auto run = [&] {
     return fa3_forward_with_kernel(h, name, &pr.q, &pr.k, &pr.v, &pr.o, pr.lse, &pr.p,
                                    reinterpret_cast<void*>(0x10));
