@@ -21,6 +21,8 @@ region (fa3: fa3.forward with the LSE; the others with requires_grad, recording 
 graph), then each timed call is fa3.backward, or torch.autograd.grad(out, (q, k, v), dout,
 retain_graph=True) for the autograd-based systems (fa3-public, cudnn, flash); fwdbwd both in
 each timed call. TFLOPS: the forward's count times 2.5 (bwd) or 3.5 (fwdbwd), the paper's.
+Their default systems are fa3, fa3-public (left out with a line where it cannot be imported),
+cudnn and flash; the forward's are fa3, cudnn and flash.
 Gradients are checked against the float32 SDPA reference as outputs are. fa3-lse and (while
 its library has no backward) fa3-prev are forward-only; fa3-det is fa3's deterministic
 backward and fa3-prev-det the previous build's (--direction bwd or fwdbwd only).
@@ -199,6 +201,9 @@ SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-det", "fa3-prev", "fa3-prev-det", "fa3-pub
                "flash")
 SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public")
 SIDE_BY_SIDE_BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn")
+# --direction bwd or fwdbwd without --side-by-side: the issue's four backward columns (the
+# public FA3 left out, with a line, where it cannot be imported).
+BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn", "flash")
 FORWARD_ONLY_SYSTEMS = ("fa3-lse",)   # a forward variant: fa3's backward needs the LSE anyway
 # The deterministic backwards (this build's, the previous build's); their forwards are fa3's.
 BACKWARD_ONLY_SYSTEMS = ("fa3-det", "fa3-prev-det")
@@ -1288,6 +1293,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
     parser.add_argument("--systems", type=name_list, default=None,
                         help=f"comma list of {', '.join(SYSTEM_KEYS)} (default fa3,cudnn,flash; "
+                             f"--direction bwd or fwdbwd: {','.join(BACKWARD_SYSTEMS)}, "
+                             f"fa3-public when importable; "
                              f"--side-by-side: fa3, fa3-lse, fa3-prev with --prev-lib, "
                              f"fa3-public when importable; --side-by-side --direction bwd: "
                              f"{','.join(SIDE_BY_SIDE_BACKWARD_SYSTEMS)}). fa3-lse is "
@@ -1331,6 +1338,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         elif args.side_by_side:
             args.systems = [key for key in SIDE_BY_SIDE_SYSTEMS
                             if key != "fa3-prev" or args.prev_lib]
+        elif args.direction != "fwd":
+            args.systems = list(BACKWARD_SYSTEMS)
         else:
             args.systems = ["fa3", "cudnn", "flash"]
     unknown = [key for key in args.systems if key not in SYSTEM_KEYS]

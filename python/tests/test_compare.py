@@ -340,7 +340,10 @@ def test_tflops_of_a_backward_cell_use_its_count(compare: ModuleType) -> None:
 def test_direction_defaults(compare: ModuleType) -> None:
     assert compare.parse_args([]).direction == "fwd"
     args = compare.parse_args(["--direction", "bwd"])
-    assert args.systems == ["fa3", "cudnn", "flash"]
+    assert args.systems == ["fa3", "fa3-public", "cudnn", "flash"]
+    assert not args.systems_given  # so an fa3-public that cannot be imported is left out
+    assert compare.parse_args(["--direction", "fwdbwd"]).systems == args.systems
+    assert compare.parse_args([]).systems == ["fa3", "cudnn", "flash"]
     assert all(shape.direction == "bwd" for shape in compare.shapes_of(args))
     assert len(compare.shapes_of(args)) == 36
 
