@@ -201,6 +201,8 @@ SYSTEM_KEYS = ("fa3", "fa3-lse", "fa3-det", "fa3-prev", "fa3-prev-det", "fa3-pub
                "flash")
 SIDE_BY_SIDE_SYSTEMS = ("fa3", "fa3-lse", "fa3-prev", "fa3-public")
 SIDE_BY_SIDE_BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn")
+# --direction fwd (the default) without --side-by-side.
+FORWARD_SYSTEMS = ("fa3", "cudnn", "flash")
 # --direction bwd or fwdbwd without --side-by-side: the issue's four backward columns (the
 # public FA3 left out, with a line, where it cannot be imported).
 BACKWARD_SYSTEMS = ("fa3", "fa3-public", "cudnn", "flash")
@@ -1292,7 +1294,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true",
                         help="seqlens 1k/4k/16k, 10 timed calls, 3 warm-up calls")
     parser.add_argument("--systems", type=name_list, default=None,
-                        help=f"comma list of {', '.join(SYSTEM_KEYS)} (default fa3,cudnn,flash; "
+                        help=f"comma list of {', '.join(SYSTEM_KEYS)} (default "
+                             f"{','.join(FORWARD_SYSTEMS)}; "
                              f"--direction bwd or fwdbwd: {','.join(BACKWARD_SYSTEMS)}, "
                              f"fa3-public when importable; "
                              f"--side-by-side: fa3, fa3-lse, fa3-prev with --prev-lib, "
@@ -1341,7 +1344,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         elif args.direction != "fwd":
             args.systems = list(BACKWARD_SYSTEMS)
         else:
-            args.systems = ["fa3", "cudnn", "flash"]
+            args.systems = list(FORWARD_SYSTEMS)
     unknown = [key for key in args.systems if key not in SYSTEM_KEYS]
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEM_KEYS)}")
