@@ -44,4 +44,17 @@ __device__ __forceinline__ int32_t atom_add_acquire_gpu(int32_t* addr, int32_t v
   return old;
 }
 
+// Adds to a counter and returns its old value, with acquire and release semantics at GPU
+// scope: what this thread wrote or saw before it is visible to whoever reads a later value,
+// and what the earlier adders released is visible after it. The backward's split tiles: the
+// piece that counts last reads the others' partial dK_j and dV_j (bwd_sum_split_tile).
+__device__ __forceinline__ int32_t atom_add_acq_rel_gpu(int32_t* addr, int32_t value) {
+  int32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
+               : "=r"(old)
+               : "l"(reinterpret_cast<uint64_t>(addr)), "r"(value)
+               : "memory");
+  return old;
+}
+
 }  // namespace fa3::ptx

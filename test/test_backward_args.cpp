@@ -395,6 +395,7 @@ TEST_CASE("backward: valid arguments describe the problem", "[cpu][api]") {
   CHECK(prob.softmax_scale == Approx(1.0 / std::sqrt(128.0)));
 
   a.params = nullptr;  // defaults: not causal, not deterministic, 1/sqrt(d)
+  a.workspace = nullptr;  // (a non-causal call's workspace is larger: the split last wave's)
   REQUIRE_FALSE(a.check(&prob).failed());
   CHECK_FALSE(prob.causal);
   CHECK_FALSE(prob.deterministic);
@@ -596,6 +597,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   fa3::BackwardProblem prob;
   prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
   prob.head_dim = 128;
+  prob.causal = true;  // no split last wave's regions (below)
   fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
   CHECK(w.lse_log2 == 0u);
   CHECK(fa3::backward_rows(100) == 160);           // 80-row blocks need more than 128-row ones
@@ -634,6 +636,35 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.total == w.dq_semaphore + rows / 64 * 4 + 4);
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
+
+  // Non-causal calls at head dims 64 and 128 without the deterministic mode: the split last
+  // wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most 2 x 144) and counters (a
+  // tile, at most 144) after the tile counter.
+  prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
+  prob.head_dim = 128;
+  const size_t legacy_total = fa3::backward_workspace(prob).total;
+  prob.causal = false;
+  w = fa3::backward_workspace(prob);
+  CHECK(w.split_slots == 36u);  // 2 x 2 x 3 tiles
+  CHECK(w.split_tiles == 12u);
+  CHECK(w.dkv_partial == (w.tile_counter + 4 + 255) / 256 * 256);
+  CHECK(w.split_counters == w.dkv_partial + 36u * 2 * 128 * 128 * 4);
+  CHECK(w.total == w.split_counters + 12 * 4);
+  CHECK(w.tile_counter + 4 == legacy_total);
+  prob.seqlen_k = 100000;  // 2 x 2 x 782 tiles: the caps
+  w = fa3::backward_workspace(prob);
+  CHECK(w.split_slots == 288u);
+  CHECK(w.split_tiles == 144u);
+  CHECK(w.total == w.split_counters + 144 * 4);
+  prob.head_dim = 64;
+  CHECK(fa3::backward_workspace(prob).split_counters - fa3::backward_workspace(prob).dkv_partial ==
+        288u * 2 * 128 * 64 * 4);
+  prob.deterministic = true;  // ordered adds: no split
+  CHECK(fa3::backward_workspace(prob).split_slots == 0u);
+  CHECK(fa3::backward_workspace(prob).total == fa3::backward_workspace(prob).tile_counter + 4);
+  prob.deterministic = false;
+  prob.head_dim = 256;  // no persistent kernel
+  CHECK(fa3::backward_workspace(prob).split_slots == 0u);
 }
 
 TEST_CASE("backward: the dQ accumulator's block layout (DqAccumLayout)", "[cpu][api]") {
@@ -756,16 +787,30 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, &a.p, &bytes) == FA3_OK);
   CHECK(bytes == kArgsWorkspaceBytes);
   CHECK(std::string(fa3_last_error()).empty());
-  // Independent of the mask, the determinism and seqlen_k; NULL p is the defaults.
+  // Causal or deterministic calls: independent of seqlen_k.
   a.k.seqlen = 5;
-  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, &a.p, &bytes) == FA3_OK);
   CHECK(bytes == kArgsWorkspaceBytes);
+  a.p.causal = 0;
+  a.p.deterministic = 1;
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, &a.p, &bytes) == FA3_OK);
+  CHECK(bytes == kArgsWorkspaceBytes);
+  // Non-causal ones (NULL p is the defaults) add the split last wave's regions, 3 slots and a
+  // counter a K/V tile (here 2 x 2 tiles of 5 keys).
+  auto with_split = [](size_t base, size_t tiles, size_t head_dim) {
+    const size_t partial = (base + 255) / 256 * 256;
+    const size_t counters = (partial + 3 * tiles * 2 * 128 * head_dim * 4 + 255) / 256 * 256;
+    return counters + tiles * 4;
+  };
+  REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
+  CHECK(bytes == with_split(kArgsWorkspaceBytes, 4, 128));
   a.q.seqlen = 129;  // two 128-row blocks, four 64-row semaphores
   a.q.head_dim = a.k.head_dim = 64;
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);  // + the tile counter
+  // + the tile counter
+  CHECK(bytes == with_split(rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4, 4, 64));
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -926,6 +971,157 @@ TEST_CASE("backward: a persistent (_pt) kernel gets a CTA per SM, the others a C
     REQUIRE(b.run(gpu.h) == FA3_OK);
     CHECK(fake().launch_grids() == grids);
   }
+}
+
+// The pieces of the split tiles of a plan, each tile's steps in order, as the kernels decode
+// them (bwd_piece_at, bwd_split_parts), checked against the plan's promises.
+static void check_split_plan(const fa3::BackwardSplitPlan& plan, int64_t tiles, int64_t tile_steps,
+                             int64_t ctas, const fa3::BackwardWorkspace& ws) {
+  INFO("tiles " << tiles << ", tile steps " << tile_steps << ", CTAs " << ctas);
+  const int64_t last = tiles - plan.first, chunks = plan.draws - plan.first;
+  REQUIRE(last > 0);
+  CHECK(plan.first % ctas == 0);                        // whole waves go whole
+  CHECK(last < ctas);                                    // the partial wave is split
+  CHECK(chunks <= ctas);                                 // a chunk a CTA at most
+  CHECK(2 * plan.chunk >= tile_steps);                   // at least half a tile
+  CHECK(4 * plan.chunk <= 3 * tile_steps);               // at most 3/4 of one
+  CHECK(chunks == (last * tile_steps + plan.chunk - 1) / plan.chunk);
+  std::vector<int64_t> next_step(static_cast<size_t>(last), 0);
+  std::vector<int> pieces(static_cast<size_t>(last), 0);
+  std::vector<bool> slot_used(static_cast<size_t>(ws.split_slots), false);
+  for (int64_t item = 0; item < 2 * chunks; ++item) {
+    const fa3::BwdPiece piece = fa3::bwd_piece_at(static_cast<int>(item), static_cast<int>(tile_steps),
+                                                  static_cast<int>(plan.chunk),
+                                                  static_cast<int>(last * tile_steps));
+    if (item % 2 == 1) {
+      const fa3::BwdPiece first = fa3::bwd_piece_at(static_cast<int>(item - 1), static_cast<int>(tile_steps),
+                                                    static_cast<int>(plan.chunk),
+                                                    static_cast<int>(last * tile_steps));
+      CHECK(first.next_too == (piece.steps > 0));  // the producer's next item
+    }
+    if (piece.steps == 0) continue;
+    REQUIRE(piece.tile >= 0);
+    REQUIRE(piece.tile < last);
+    CHECK(piece.step0 == next_step[piece.tile]);  // in order, no gap, no overlap
+    next_step[piece.tile] += piece.steps;
+    ++pieces[piece.tile];
+    const int64_t slot = item / 2 + piece.tile;
+    REQUIRE(slot < static_cast<int64_t>(ws.split_slots));
+    CHECK_FALSE(slot_used[slot]);
+    slot_used[slot] = true;
+  }
+  REQUIRE(last <= static_cast<int64_t>(ws.split_tiles));
+  for (int64_t t = 0; t < last; ++t) {
+    CHECK(next_step[t] == tile_steps);
+    const fa3::BwdSplitParts parts = fa3::bwd_split_parts(static_cast<int>(t), static_cast<int>(tile_steps),
+                                                          static_cast<int>(plan.chunk));
+    CHECK(parts.last_chunk - parts.first_chunk + 1 == pieces[t]);  // the last piece's count
+    CHECK(pieces[t] >= 2);
+    CHECK(pieces[t] <= 3);
+  }
+}
+
+TEST_CASE("backward: the persistent non-causal kernels' split last wave (backward_split_plan)",
+          "[cpu][api][runtime]") {
+  const fa3::BwdConfig pick =
+      fa3::parse_bwd_name("fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt").config;
+  REQUIRE(pick.splits_last_wave());
+  CHECK_FALSE(fa3::parse_bwd_name("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal")
+                  .config.splits_last_wave());
+  CHECK_FALSE(fa3::parse_bwd_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs").config.splits_last_wave());
+  // The problem of `tiles` tiles (K/V heads of one 128-key block) of `steps` 80-row blocks.
+  auto problem = [](int64_t tiles, int64_t steps) {
+    fa3::BackwardProblem prob;
+    prob.head_dim = 128;
+    prob.batch = 1;
+    prob.heads = prob.heads_kv = tiles;
+    prob.seqlen_k = 128;
+    prob.seqlen_q = 80 * steps;
+    return prob;
+  };
+  // The paper's grid at d128: 2048 tiles on 132 SMs, 15 waves whole and 68 tiles in 132 chunks
+  // of just over half a tile.
+  for (const int64_t s : {1024, 2048, 4096, 8192, 16384}) {
+    INFO("seqlen " << s);
+    fa3::BackwardProblem prob = problem(16, s / 80 + (s % 80 != 0));
+    prob.batch = 16384 / s;
+    prob.seqlen_k = s;
+    const int64_t tiles = prob.batch * 16 * (s / 128), n = (s + 79) / 80;
+    const fa3::BackwardSplitPlan plan = fa3::backward_split_plan(pick, prob, tiles, n, 132);
+    CHECK(plan.first == 1980);
+    CHECK(plan.chunk == std::max((68 * n + 131) / 132, (n + 1) / 2));
+    CHECK(plan.draws - plan.first <= 132);
+    check_split_plan(plan, tiles, n, 132, fa3::backward_workspace(prob));
+  }
+  // Every shape of a sweep whose plan splits keeps the plan's promises; the others go whole.
+  int split = 0;
+  for (const int64_t ctas : {132, 114, 60, 7, 2})
+    for (int64_t tiles = 1; tiles <= 300; tiles += 7)
+      for (const int64_t n : {1, 2, 3, 5, 13, 26, 52, 103, 205, 410}) {
+        const fa3::BackwardProblem prob = problem(tiles, n);
+        const fa3::BackwardSplitPlan plan = fa3::backward_split_plan(pick, prob, tiles, n, ctas);
+        INFO("tiles " << tiles << ", steps " << n << ", CTAs " << ctas);
+        if (plan.first == tiles) {
+          CHECK(plan.draws == tiles);
+          const int64_t last = tiles % ctas;
+          const bool worth = last > 0 && n >= 2 &&
+                             4 * std::max((last * n + ctas - 1) / ctas, (n + 1) / 2) <= 3 * n;
+          CHECK_FALSE(worth);
+          continue;
+        }
+        ++split;
+        check_split_plan(plan, tiles, n, ctas, fa3::backward_workspace(prob));
+      }
+  CHECK(split > 500);
+  // No split: deterministic calls (ordered adds), causal kernels, a full last wave, more SMs
+  // than the workspace plans for.
+  fa3::BackwardProblem det = problem(16, 52);
+  det.deterministic = true;
+  CHECK(fa3::backward_split_plan(pick, det, 200, 52, 132).draws == 200);
+  CHECK(fa3::backward_workspace(det).split_slots == 0u);
+  fa3::BwdConfig causal = pick;
+  causal.causal = true;
+  CHECK(fa3::backward_split_plan(causal, problem(200, 52), 200, 52, 132).draws == 200);
+  CHECK(fa3::backward_split_plan(pick, problem(264, 52), 264, 52, 132).draws == 264);
+  // 68 tiles of 52 steps in chunks of 27: 131 chunks.
+  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 52, 132).draws == 132 + 131);
+  // 100 tiles on 200 CTAs would need 299 slots, of the workspace's 2 x 144.
+  CHECK(fa3::backward_split_plan(pick, problem(300, 52), 300, 52, 200).draws == 300);
+}
+
+TEST_CASE("backward: a split last wave reaches the kernel (BwdParams::split_first)",
+          "[cpu][api][runtime]") {
+  FakeHandle fh;  // 132 SMs
+  Args a;
+  // d128 non-causal from 1024 query rows: the persistent _dqt_rw_fs_pt pick; 2 x 2 pairs of 9
+  // blocks of 128 keys (1100 keys): 36 tiles of 4 heads x 14 80-row blocks, all in the
+  // partial wave: chunks of 28 steps (half a tile), 72 of them.
+  for (fa3_tensor* t : {&a.q, &a.k, &a.v, &a.o, &a.dout, &a.dq, &a.dk, &a.dv}) {
+    t->seqlen = 1100;
+    t->stride_batch = 1100 * t->stride_seq;
+  }
+  a.p.causal = 0;
+  a.workspace = nullptr;
+  REQUIRE(a.run(fh.h) == FA3_OK);
+  const fa3::BwdParams p = last_params();
+  CHECK(p.num_tiles == 36);
+  CHECK(p.split_first == 0);
+  CHECK(p.split_chunk == 28);
+  CHECK(p.split_draws == 72);
+  CHECK(fake().launch_grids() == "14 72 14 ");
+  fa3::BackwardProblem prob;
+  REQUIRE_FALSE(a.check(&prob).failed());
+  const fa3::BackwardWorkspace w = fa3::backward_workspace(prob);
+  CHECK(w.split_slots == 108u);  // 3 x 36 tiles
+  CHECK(address_of(p.dkv_partial) - address_of(p.lse_log2) == w.dkv_partial);
+  CHECK(address_of(p.split_counters) - address_of(p.lse_log2) == w.split_counters);
+  // The deterministic mode takes the tiles whole.
+  a.p.deterministic = 1;
+  fake().reset();
+  REQUIRE(a.run(fh.h) == FA3_OK);
+  CHECK(last_params().split_first == 36);
+  CHECK(last_params().split_draws == 36);
+  CHECK(fake().launch_grids() == "14 36 14 ");
 }
 
 TEST_CASE("backward: the handle's workspace grows per stream and is freed with the handle",
@@ -1619,6 +1815,7 @@ TEST_CASE("backward: the launch carries the CTA order's section and the ordered 
       Args a;
       a.p.causal = causal;
       a.p.deterministic = deterministic;
+      a.workspace = nullptr;  // the handle's, of the size each call needs
       fake().reset();
       REQUIRE(a.run(fh.h) == FA3_OK);
       const fa3::BwdParams p = last_params();

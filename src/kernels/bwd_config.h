@@ -206,6 +206,12 @@ struct BwdConfig {
   // an H200, against both at the tile's end): d128 causal +2.2% at 1k, +1.8% at 2k, +1.1-1.3%
   // at 4k; d128 non-causal level (its tiles are 13-200 steps long).
   constexpr bool kv_released_apart() const { return persistent && !k_double_buffered(); }
+  // _pt, non-causal (every tile as long): whether the grid's CTAs share the last, partial
+  // wave's tiles instead of taking them whole (the runtime's backward_split_plan, bwd_piece_at
+  // below; calls without ordered adds only). The paper grid gives d128 2048 tiles on 132 SMs,
+  // 15.52 waves, and shapes that filled the 16th ran 1.8-2.0% more TFLOPS on an H200
+  // (docs/perf-history.md v88a'): the last wave's half-idle SMs.
+  constexpr bool splits_last_wave() const { return persistent && !causal; }
   // Whether Q_i and dO_i have barriers of their own (full and empty), so that S^T's GEMM
   // starts once Q_i is in, while dO_i still loads, and Q_i is released once dK's GEMM (its
   // last reader) completes, before dV's: with one stage (head dim 256) the next step's loads
@@ -411,6 +417,42 @@ FA3_BWD_HOST_DEVICE constexpr BwdTile bwd_tile_at(int index, int num_n_blocks, i
   const int rank = within / width;
   const int pair = first_pair + (within - rank * width);
   return {shortest_first ? num_n_blocks - 1 - rank : rank, pair % heads_kv, pair / heads_kv};
+}
+
+// The split last wave (BwdConfig::splits_last_wave): the first `first` tiles go whole, one a
+// draw; then the last tiles' steps, laid end to end (tile by tile, each in its walk's order:
+// BwdWork::first_step), go in chunks of `chunk` steps (the last one shorter), one chunk a draw,
+// so that the CTAs end the call together. A chunk is at least half a tile (the runtime's
+// plan), so it is at most two pieces, the end of one tile and the start of the next, and a
+// tile is cut in at most three. Draw first + c is chunk c: items first + 2 c and first + 2 c +
+// 1 (the second piece, empty where the chunk ends inside its first tile). Each piece adds its
+// fp32 partial dK_j and dV_j in slot c + (tile - first) of the workspace's partials (two pieces
+// of a chunk, or of a tile, never share one), and the piece that finishes its tile last sums
+// the others' into its own and stores the tile (bwd_sum_split_tile).
+struct BwdPiece {
+  int tile;      // from `first`
+  int step0;     // the first of its tile's steps
+  int steps;     // 0: an empty second piece
+  bool next_too;  // a first piece whose chunk goes on into the next tile
+};
+// (In 32 bits: the runtime splits only where the last tiles' steps stay below 2^31; 64-bit
+// divisions spilled the 24-register roles.)
+FA3_BWD_HOST_DEVICE constexpr BwdPiece bwd_piece_at(int item, int tile_steps, int chunk,
+                                                    int total_steps) {
+  const int c = item / 2, g0 = c * chunk;
+  const int g1 = total_steps - g0 > chunk ? g0 + chunk : total_steps;
+  const int tile = g0 / tile_steps, end_of_tile = (tile + 1) * tile_steps;
+  if (item % 2 == 0)
+    return {tile, g0 - tile * tile_steps, (g1 < end_of_tile ? g1 : end_of_tile) - g0,
+            g1 > end_of_tile};
+  return {tile + 1, 0, g1 > end_of_tile ? g1 - end_of_tile : 0, false};
+}
+// The chunks a split tile (from `first`) is cut by: [first_chunk, last_chunk].
+struct BwdSplitParts {
+  int first_chunk, last_chunk;
+};
+FA3_BWD_HOST_DEVICE constexpr BwdSplitParts bwd_split_parts(int tile, int tile_steps, int chunk) {
+  return {tile * tile_steps / chunk, ((tile + 1) * tile_steps - 1) / chunk};
 }
 #undef FA3_BWD_HOST_DEVICE
 

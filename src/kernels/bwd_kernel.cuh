@@ -116,6 +116,7 @@ struct BwdTraits {
   static constexpr bool kSplitQdo = kCfg.split_qdo_barriers();
   static constexpr bool kKDouble = kCfg.k_double_buffered();
   static constexpr bool kKvReleasedApart = kCfg.kv_released_apart();
+  static constexpr bool kSplitsLastWave = kCfg.splits_last_wave();
   static constexpr BwdSmemLayout kSmem = BwdSmemLayout::of(kCfg);
   using KVTile = tile::SmemTile<Elem, kBlockN, kHeadDim>;  // K_j or V_j, 64 rows a warpgroup
   // _pt: a warpgroup's 64 keys of dK_j or dV_j, staged in its dQ buffer (two of them).
@@ -216,6 +217,11 @@ struct BwdSmem {
   __device__ __forceinline__ uint32_t carry_home(int role) const { return tile_slots + 8 + 4 * role; }
   // _pt with ordered adds: the CTA's first tile, drawn by thread 0 (bwd_first_tile).
   __device__ __forceinline__ uint32_t first_tile_home() const { return tile_slots + 24; }
+  // kSplitsLastWave: whether the consumers' piece was its split tile's last (1: they store the
+  // tile; bwd_sum_split_tile), for them and bwd_dkv_storer.
+  __device__ __forceinline__ uint32_t split_last_home() const { return tile_slots + 20; }
+  // kSplitsLastWave: the producer's next item where its chunk goes on (bwd_for_each_tile).
+  __device__ __forceinline__ uint32_t chained_item_home() const { return tile_slots + 28; }
   __device__ __forceinline__ uint32_t tile_full_bar(uint32_t k) const { return tile_full + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_empty_bar(uint32_t k) const { return tile_empty + 8 * (k & 1); }
   __device__ __forceinline__ uint32_t tile_slot(uint32_t k) const { return tile_slots + 4 * (k & 1); }
@@ -296,8 +302,27 @@ template <class Tr>
 struct BwdWork {
   int n_block, kv_head, batch, m_begin;
   int m_first;  // the query block each head's walk starts at (and wraps around to)
+  // kSplitsLastWave: the item (bwd_for_each_tile), and its steps of the tile's walk: all of
+  // them, or a piece's (bwd_piece_at); whether the producer's next item is the next piece of
+  // its chunk rather than a draw.
+  int item = 0, step0 = 0, piece_steps = 0;
+  bool next_too = false;
 
   __device__ __forceinline__ BwdWork(const BwdParams& p, int index) : m_begin(0), m_first(0) {
+    if constexpr (Tr::kSplitsLastWave) {
+      static_assert(!Tr::kCausal, "a split tile's walk: every query block of every head");
+      item = index;
+      const int tile_steps = p.num_m_blocks * p.heads_per_kv_head;
+      piece_steps = tile_steps;
+      if (index >= p.split_first) {
+        const BwdPiece piece = bwd_piece_at(index - p.split_first, tile_steps, p.split_chunk,
+                                            (p.num_tiles - p.split_first) * tile_steps);
+        index = p.split_first + piece.tile;
+        step0 = piece.step0;
+        piece_steps = piece.steps;
+        next_too = piece.next_too;
+      }
+    }
     const BwdTile tile = bwd_tile_at(index, p.num_n_blocks, p.heads_kv, p.batch * p.heads_kv,
                                      p.l2_section,
                                      Tr::kLastFirst && p.ordered_adds == kOrderedLastFirst);
@@ -315,7 +340,15 @@ struct BwdWork {
       // their dQ adds into one query block's floats at once; each starts at its own share of
       // the query blocks instead and wraps around. Ordered adds keep the common order: a CTA
       // may wait only for earlier ones.
-      m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
+      if constexpr (Tr::kSplitsLastWave) {
+        // In fp32 (any start is right if every role computes the same; the 64-bit division's
+        // routine spilled in the 24-register roles with the split's decoding).
+        const int m = static_cast<int>(static_cast<float>(n_block) * static_cast<float>(p.num_m_blocks) /
+                                       static_cast<float>(p.num_n_blocks));
+        m_first = m < p.num_m_blocks ? m : p.num_m_blocks - 1;
+      } else {
+        m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
+      }
     }
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending from
@@ -328,6 +361,7 @@ struct BwdWork {
   // query block and walk down together, each behind the one before it by the latency of its
   // adds, not by its extra blocks.
   __device__ __forceinline__ int steps(const BwdParams& p) const {
+    if constexpr (Tr::kSplitsLastWave) return piece_steps;
     const int per_head = p.num_m_blocks > m_begin ? p.num_m_blocks - m_begin : 0;
     return per_head * p.heads_per_kv_head;
   }
@@ -356,6 +390,13 @@ struct BwdWork {
   // The first step, and each next one by a compare, not a division (the consumers' loop is
   // short enough that an integer division per step showed in its profile).
   __device__ __forceinline__ BwdStep first_step(const BwdParams& p) const {
+    if constexpr (Tr::kSplitsLastWave) {
+      // A piece starts step0 steps into the walk: head step0 / num_m_blocks of the group, and
+      // as many blocks past m_first (m_begin is 0: non-causal).
+      const int head = step0 / p.num_m_blocks;
+      const int m = m_first + (step0 - head * p.num_m_blocks);
+      return {kv_head * p.heads_per_kv_head + head, m < p.num_m_blocks ? m : m - p.num_m_blocks};
+    }
     return {kv_head * p.heads_per_kv_head, descending(p) ? p.num_m_blocks - 1 : m_first};
   }
   __device__ __forceinline__ void advance(const BwdParams& p, BwdStep* s) const {
@@ -761,6 +802,13 @@ __device__ __forceinline__ void bwd_dkv_storer(const BwdParams& p, const BwdSmem
   }
   for (int wg = 0; wg < Tr::kConsumers; ++wg) {
     tile::mbarrier_wait_idle(sm.dkv_full_bar(wg), carry.tiles() & 1);
+    // kSplitsLastWave: a split tile's rows are staged by its last piece only (the flag is
+    // rewritten at the consumers' next tile's end, after this storer frees their dQ buffers).
+    if constexpr (Tr::kSplitsLastWave)
+      if (w.item >= p.split_first && ptx::ld_shared_u32(sm.split_last_home()) == 0) {
+        ptx::bulk_commit_group();
+        continue;
+      }
     const int row = w.n_block * Tr::kBlockN + 64 * wg;
     for (int chunk = 0; chunk < Tr::KVRows::kChunks; ++chunk) {
       const uint32_t at = chunk * Tr::KVRows::kChunkBytes;
@@ -838,6 +886,57 @@ template <class Tr>
 __device__ __forceinline__ void warpgroup_publish_dq_part(const BwdSmem<Tr>& sm, int slot) {
   ptx::fence_proxy_async_shared();
   ptx::mbarrier_arrive(sm.dq_full_bar(slot));
+}
+
+// kSplitsLastWave, a piece of a split tile (bwd_piece_at), by every consumer thread at the
+// piece's end (dK_j scaled): its partial dK_j and dV_j to its slot of the workspace (16-byte
+// stores in fragment order: a warp's store is 512 contiguous bytes), then one count on the
+// tile's counter. The piece that counts last adds the other pieces' partials into its
+// registers and returns true: it stores the tile. No piece waits for another (a piece may be
+// drawn only once a CTA is free; a wait could hang where other grids hold the SMs: v82-v85).
+// Thread 0's add releases every consumer thread's stores, which the barrier before it orders
+// first, and acquires the other pieces' (the pattern of CUTLASS's semaphores); the barrier
+// after it orders every thread's reads after the acquire.
+template <class Tr>
+__device__ __forceinline__ bool bwd_sum_split_tile(const BwdParams& p, const BwdSmem<Tr>& sm,
+                                                   const BwdWork<Tr>& w, float (&dk)[Tr::kAcc],
+                                                   float (&dv)[Tr::kAcc], int wg, int t_wg) {
+  const int tile_steps = p.num_m_blocks * p.heads_per_kv_head;
+  const int item = w.item - p.split_first, chunk = item / 2;
+  const int tile =
+      bwd_piece_at(item, tile_steps, p.split_chunk, (p.num_tiles - p.split_first) * tile_steps).tile;
+  const BwdSplitParts parts = bwd_split_parts(tile, tile_steps, p.split_chunk);
+  constexpr int kGroups = Tr::kAcc / 4;  // a thread's 16-byte groups of dK_j (or dV_j)
+  constexpr int64_t kDvAt = Tr::kConsumers * kGroups * 128;  // dV_j's float4s after dK_j's
+  const auto slot = [&](int c) {
+    return reinterpret_cast<float4*>(p.dkv_partial) + static_cast<int64_t>(c + tile) * 2 * kDvAt +
+           (wg * kGroups) * 128 + t_wg;
+  };
+  float4* own = slot(chunk);
+#pragma unroll
+  for (int g = 0; g < kGroups; ++g) {
+    own[g * 128] = make_float4(dk[4 * g], dk[4 * g + 1], dk[4 * g + 2], dk[4 * g + 3]);
+    own[kDvAt + g * 128] = make_float4(dv[4 * g], dv[4 * g + 1], dv[4 * g + 2], dv[4 * g + 3]);
+  }
+  ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+  if (wg == 0 && t_wg == 0) {
+    const int32_t before = ptx::atom_add_acq_rel_gpu(p.split_counters + tile, 1);
+    ptx::st_shared_u32(sm.split_last_home(),
+                       before == parts.last_chunk - parts.first_chunk ? 1u : 0u);
+  }
+  ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
+  if (ptx::ld_shared_u32(sm.split_last_home()) == 0) return false;
+  for (int c = parts.first_chunk; c <= parts.last_chunk; ++c) {
+    if (c == chunk) continue;
+    const float4* other = slot(c);
+#pragma unroll
+    for (int g = 0; g < kGroups; ++g) {
+      const float4 a = other[g * 128], b = other[kDvAt + g * 128];
+      dk[4 * g] += a.x, dk[4 * g + 1] += a.y, dk[4 * g + 2] += a.z, dk[4 * g + 3] += a.w;
+      dv[4 * g] += b.x, dv[4 * g + 1] += b.y, dv[4 * g + 2] += b.z, dv[4 * g + 3] += b.w;
+    }
+  }
+  return true;
 }
 
 // Lines 14-29 and the tile's end for consumer warpgroup wg: keys [n_block * block_n + 64 wg, + 64)
@@ -1040,19 +1139,26 @@ __device__ __forceinline__ void bwd_consumer(const BwdParams& p, const BwdSmem<T
   // seqlen_k dropped. Keys no query sees (causal) get zeros.
 #pragma unroll
   for (int e = 0; e < Tr::kAcc; ++e) dk[e] *= p.scale;
+  // kSplitsLastWave: a split tile is stored by its last piece, with the others' sums.
+  bool store = true;
+  if constexpr (Tr::kSplitsLastWave)
+    if (w.item >= p.split_first) store = bwd_sum_split_tile<Tr>(p, sm, w, dk, dv, wg, t_wg);
   if (Tr::kPersistent && p.dkv_tma) {
     // The warpgroup's rows, staged in its dQ buffer (the tile's last use of it; dV_j's in its
     // own buffer where they do not fit, freed with the dQ buffer) for bwd_dkv_storer's TMA
-    // stores.
+    // stores. (A piece that does not store keeps the barriers' turns.)
     tile::mbarrier_wait(sm.dq_empty_bar(wg), ((dq_uses + steps) & 1) ^ 1);
     // dS^T stage wg: the other warpgroup's last dQ GEMMs read it too.
     if constexpr (Tr::kDvInDs) ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
-    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dk_rows(wg), 0, 0, t_wg);
-    tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dv, sm.dv_rows(wg), 0, 0, t_wg);
-    ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
+    if (store) {
+      tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dk, sm.dk_rows(wg), 0, 0, t_wg);
+      tile::warpgroup_store_acc<typename Tr::KVRows, Tr::kKvCols>(dv, sm.dv_rows(wg), 0, 0, t_wg);
+      ptx::fence_proxy_async_shared();  // generic-proxy stores -> the TMA's (async proxy) reads
+    }
     ptx::mbarrier_arrive(sm.dkv_full_bar(wg));
     return;
   }
+  if (!store) return;
   if (p.dkv_tma) {
     // Through shared memory: staged in K_j's and V_j's tiles (the TMA layout they were loaded
     // in), once no GEMM of either warpgroup reads them, then stored by TMA.
@@ -1269,6 +1375,13 @@ enum class BwdRole { Producer = 0, DqWriter = 1, DkvStorer = 2, Consumer = 3 };
 __device__ __forceinline__ uint32_t bwd_draw_tile(const BwdParams& p) {
   return (p.ordered_adds ? 0u : gridDim.x) + atomicAdd(p.tile_counter, 1u);
 }
+// kSplitsLastWave: the item of draw d (a whole tile, or a chunk's first piece: bwd_piece_at),
+// or -1 past the last draw.
+__device__ __forceinline__ int bwd_item_of_draw(const BwdParams& p, uint32_t d) {
+  if (d >= static_cast<uint32_t>(p.split_draws)) return -1;
+  const int draw = static_cast<int>(d);
+  return draw < p.split_first ? draw : p.split_first + 2 * (draw - p.split_first);
+}
 template <class Tr>
 __device__ __forceinline__ void bwd_first_tile(const BwdParams& p, const BwdSmem<Tr>& sm) {
   if (!p.ordered_adds) return;
@@ -1290,18 +1403,43 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
   BwdCarry c;
   int tile = p.ordered_adds ? static_cast<int>(ptx::ld_shared_u32(sm.first_tile_home()))
                             : static_cast<int>(blockIdx.x);
-  if (tile >= p.num_tiles) return;
+  if constexpr (Tr::kSplitsLastWave) {
+    // Items, not tiles (bwd_piece_at); -1: none.
+    tile = bwd_item_of_draw(p, static_cast<uint32_t>(tile));
+    if (tile < 0) return;
+  } else if (tile >= p.num_tiles) {
+    return;
+  }
   for (;;) {
     const BwdWork<Tr> w(p, tile);
-    if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
-    role(w, c);
-    if constexpr (kCarryHome) c.bits = ptx::ld_shared_u32(home);
-    const uint32_t k = c.tiles();
+    if constexpr (Tr::kSplitsLastWave) {
+      // What the loop needs after the role, in shared memory during it (in registers the
+      // 24-register roles spilled): the carry after this item, and the producer's next item
+      // where the chunk goes on (-1: a draw).
+      BwdCarry after = c;
+      after.advance(w.steps(p));
+      if constexpr (kCarryHome) ptx::st_shared_u32(home, after.bits);
+      if constexpr (R == BwdRole::Producer)
+        ptx::st_shared_u32(sm.chained_item_home(), static_cast<uint32_t>(w.next_too ? tile + 1 : -1));
+      role(w, c);
+      c.bits = kCarryHome ? ptx::ld_shared_u32(home) : after.bits;
+    } else {
+      if constexpr (kCarryHome) ptx::st_shared_u32(home, c.bits);
+      role(w, c);
+      if constexpr (kCarryHome) c.bits = ptx::ld_shared_u32(home);
+    }
+    // The tile slot of this item (kSplitsLastWave: the carry has advanced past it).
+    const uint32_t k = Tr::kSplitsLastWave ? (c.tiles() + 3u) & 3u : c.tiles();
     int next;
     if constexpr (R == BwdRole::Producer) {
       // The draws come after the first tile's wait for the preprocess, which zeroed the
       // counter (griddepcontrol_wait in bwd_producer, or bwd_first_tile).
-      next = static_cast<int>(bwd_draw_tile(p));
+      if constexpr (Tr::kSplitsLastWave) {
+        next = static_cast<int>(ptx::ld_shared_u32(sm.chained_item_home()));
+        if (next < 0) next = bwd_item_of_draw(p, bwd_draw_tile(p));
+      } else {
+        next = static_cast<int>(bwd_draw_tile(p));
+      }
       tile::mbarrier_wait_idle(sm.tile_empty_bar(k), ((k >> 1) & 1) ^ 1);
       ptx::st_shared_u32(sm.tile_slot(k), static_cast<uint32_t>(next));
       ptx::mbarrier_arrive(sm.tile_full_bar(k));
@@ -1310,8 +1448,12 @@ __device__ __forceinline__ void bwd_for_each_tile(const BwdParams& p, const BwdS
       next = static_cast<int>(ptx::ld_shared_u32(sm.tile_slot(k)));
       ptx::mbarrier_arrive(sm.tile_empty_bar(k));
     }
-    c.advance(w.steps(p));
-    if (next >= p.num_tiles) return;
+    if constexpr (Tr::kSplitsLastWave) {
+      if (next < 0) return;
+    } else {
+      c.advance(w.steps(p));
+      if (next >= p.num_tiles) return;
+    }
     tile = next;
   }
 }
@@ -1536,6 +1678,10 @@ __device__ __forceinline__ void bwd_preprocess(const BwdParams& p) {
   // _pt: the main kernel's tile counter.
   if (Tr::kPersistent && threadIdx.x == 0 && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
     *p.tile_counter = 0;
+  // kSplitsLastWave: the split tiles' counters (bwd_sum_split_tile).
+  if (Tr::kSplitsLastWave && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0)
+    for (int i = threadIdx.x; i < p.num_tiles - p.split_first; i += kBwdAuxThreads)
+      p.split_counters[i] = 0;
 }
 
 // After Algorithm 3 (which leaves it out): dQ = scale * the accumulator, converted to the dtype,

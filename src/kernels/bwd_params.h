@@ -55,6 +55,13 @@ struct BwdParams {
   // ordered adds every tile is drawn, the first wave's too: bwd_draw_tile).
   int32_t num_tiles;
   uint32_t* tile_counter;
+  // The split last wave (BwdConfig::splits_last_wave, bwd_piece_at): the tiles that go whole
+  // (num_tiles: none split), the chunks' steps and the draws (split_first + chunks;
+  // num_tiles: none split); the workspace's fp32 partial dK_j, dV_j (a slot of 2 x block_n x
+  // head_dim floats each) and a counter per split tile (zeroed by the preprocess).
+  int32_t split_first, split_draws, split_chunk;
+  float* dkv_partial;
+  int32_t* split_counters;
 };
 
 }  // namespace fa3

@@ -79,6 +79,32 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob) {
   return static_cast<int>(section);
 }
 
+BackwardSplitPlan backward_split_plan(const BwdConfig& c, const BackwardProblem& prob,
+                                      int64_t tiles, int64_t tile_steps, int64_t ctas) {
+  BackwardSplitPlan none;
+  none.first = none.draws = tiles;
+  if (!c.splits_last_wave() || backward_ordered_adds(c, prob) || ctas < 2 || tile_steps < 2 ||
+      c.block_n != kSplitTileKeys)
+    return none;
+  // The last wave's tiles (all of them where there are fewer than CTAs), their steps in chunks
+  // of an equal share for each CTA, but at least half a tile (a tile in at most three pieces).
+  const int64_t last = tiles % ctas, steps = last * tile_steps;
+  const int64_t chunk = std::max((steps + ctas - 1) / ctas, (tile_steps + 1) / 2);
+  // (The kernels count the last tiles' steps in 32 bits: bwd_piece_at.)
+  if (last == 0 || 4 * chunk > 3 * tile_steps || steps + chunk > INT32_MAX) return none;
+  const int64_t chunks = (steps + chunk - 1) / chunk;
+  // Piece slots c + (tile - first) (bwd_piece_at) up to chunks + last - 2, a counter a tile.
+  const BackwardWorkspace ws = backward_workspace(prob);
+  if (chunks + last - 1 > static_cast<int64_t>(ws.split_slots) ||
+      last > static_cast<int64_t>(ws.split_tiles))
+    return none;
+  BackwardSplitPlan plan;
+  plan.first = tiles - last;
+  plan.draws = plan.first + chunks;
+  plan.chunk = chunk;
+  return plan;
+}
+
 namespace {
 
 // Everything but the launches and the workspace: the parameter block (tensor maps, strides,
@@ -145,12 +171,20 @@ Error build_backward_params(const Driver& d, const KernelInfo& kernel, const Bac
                                             std::to_string(ctas) +
                                             " CTAs, which check_backward_inputs should have refused");
   p.num_tiles = static_cast<int32_t>(ctas);
+  // _pt: a CTA per SM (one fits an SM), its tiles drawn from the workspace's counter
+  // (bwd_kernel.cuh, bwd_for_each_tile), with the last wave split where that pays
+  // (backward_split_plan: at most one draw a tile, and a chunk of the last tiles at most a CTA);
+  // otherwise a CTA per tile.
+  const int64_t sms = std::max(1, sm_count);
+  const BackwardSplitPlan split = backward_split_plan(
+      c, prob, ctas, static_cast<int64_t>(p.num_m_blocks) * p.heads_per_kv_head, sms);
+  p.split_first = static_cast<int32_t>(split.first);
+  p.split_draws = static_cast<int32_t>(split.draws);
+  p.split_chunk = static_cast<int32_t>(split.chunk);
   *params = p;
   const unsigned m_blocks = static_cast<unsigned>(p.num_m_blocks);
-  // _pt: a CTA per SM (one fits an SM), its tiles drawn from the workspace's counter
-  // (bwd_kernel.cuh, bwd_for_each_tile); otherwise a CTA per tile.
   const unsigned main_ctas =
-      c.persistent ? static_cast<unsigned>(std::min<int64_t>(ctas, std::max(1, sm_count)))
+      c.persistent ? static_cast<unsigned>(std::min<int64_t>(split.draws, sms))
                    : static_cast<unsigned>(ctas);
   *grids = {{m_blocks, static_cast<unsigned>(prob.heads), static_cast<unsigned>(prob.batch)},
             {main_ctas, 1u, 1u},
@@ -168,6 +202,8 @@ void set_backward_workspace(const BackwardProblem& prob, CUdeviceptr workspace,
   params->dq_accum = reinterpret_cast<float*>(workspace + ws.dq_accum);
   params->dq_semaphore = reinterpret_cast<int32_t*>(workspace + ws.dq_semaphore);
   params->tile_counter = reinterpret_cast<uint32_t*>(workspace + ws.tile_counter);
+  params->dkv_partial = reinterpret_cast<float*>(workspace + ws.dkv_partial);
+  params->split_counters = reinterpret_cast<int32_t*>(workspace + ws.split_counters);
 }
 
 }  // namespace

@@ -36,6 +36,17 @@ int32_t backward_add_order(const BwdConfig& c, const BackwardProblem& prob);
 // two), halved for ordered adds at head dims 64 and 128 where that is 8 pairs or more.
 int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
+// The split last wave of a persistent non-causal kernel (BwdConfig::splits_last_wave;
+// bwd_piece_at, bwd_config.h): the tiles that go whole (`first`), the chunks' steps, and the
+// draws (first + chunks). None (first = draws = tiles) for other kernels, ordered adds, a
+// last wave that is full or nearly so (its chunks would be over 3/4 of a tile), or a
+// workspace without room (WorkspaceRegions: more than kSplitMaxCtas CTAs).
+struct BackwardSplitPlan {
+  int64_t first = 0, draws = 0, chunk = 0;
+};
+BackwardSplitPlan backward_split_plan(const BwdConfig& c, const BackwardProblem& prob,
+                                      int64_t tiles, int64_t tile_steps, int64_t ctas);
+
 // Whether the main kernel and the postprocess are launched by programmatic dependent launch
 // (each scheduled while the kernel before it finishes, waiting in the kernel for what that
 // one wrote). Off since v82: with it, 40 calls on 40 streams at once hung the GPU (calls that

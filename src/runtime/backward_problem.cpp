@@ -63,7 +63,8 @@ Error check_grid(const fa3_tensor& q, const fa3_tensor& k) {
 // may wrap, size_t for a checked problem.
 template <class Int>
 WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t seqlen_q,
-                                        int64_t head_dim) {
+                                        int64_t head_dim, int64_t heads_kv, int64_t seqlen_k,
+                                        bool split) {
   const auto align_up = [](Int x) {
     return (x + Int{kWorkspaceAlignment} - 1) / Int{kWorkspaceAlignment} * Int{kWorkspaceAlignment};
   };
@@ -75,14 +76,30 @@ WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t se
   w.dq_accum = align_up(w.dpsum + rows * sizeof(float));
   w.dq_semaphore = align_up(w.dq_accum + rows * static_cast<Int>(head_dim) * sizeof(float));
   w.tile_counter = w.dq_semaphore + rows / Int{kWorkspaceSemaphoreRows} * sizeof(int32_t);
-  w.total = w.tile_counter + sizeof(uint32_t);
+  const Int tiles = static_cast<Int>(batch) * static_cast<Int>(heads_kv) *
+                    static_cast<Int>((seqlen_k + kSplitTileKeys - 1) / kSplitTileKeys);
+  const auto at_most = [](Int a, Int b) { return a < b ? a : b; };
+  w.split_slots = split ? at_most(3 * tiles, Int{2 * kSplitMaxCtas}) : Int{0};
+  w.split_tiles = split ? at_most(tiles, Int{kSplitMaxCtas}) : Int{0};
+  w.dkv_partial = align_up(w.tile_counter + sizeof(uint32_t));
+  w.split_counters = align_up(w.dkv_partial + w.split_slots * 2 * Int{kSplitTileKeys} *
+                                                  static_cast<Int>(head_dim) * sizeof(float));
+  w.total = w.split_slots > 0 ? w.split_counters + w.split_tiles * sizeof(int32_t)
+                              : w.tile_counter + sizeof(uint32_t);
   return w;
+}
+
+// Whether a problem's workspace has the split last wave's regions (WorkspaceRegions).
+bool has_split_regions(bool causal, bool deterministic, int64_t head_dim) {
+  return !causal && !deterministic && head_dim <= 128;
 }
 
 }  // namespace
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
-  return workspace_regions<size_t>(prob.batch, prob.heads, prob.seqlen_q, prob.head_dim);
+  return workspace_regions<size_t>(
+      prob.batch, prob.heads, prob.seqlen_q, prob.head_dim, prob.heads_kv, prob.seqlen_k,
+      has_split_regions(prob.causal, prob.deterministic, prob.head_dim));
 }
 
 bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem) {
@@ -149,8 +166,11 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k", "fa3_backward");
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
-  const Int128 workspace =
-      workspace_regions<Int128>(q->batch, q->heads, q->seqlen, q->head_dim).total;
+  // (With the split last wave's regions, which any non-causal call may have: the larger.)
+  const Int128 workspace = workspace_regions<Int128>(q->batch, q->heads, q->seqlen, q->head_dim,
+                                                     k->heads, k->seqlen,
+                                                     has_split_regions(false, false, q->head_dim))
+                               .total;
   if (workspace > kMaxWorkspaceBytes)
     return make_error(FA3_ERR_UNSUPPORTED,
                       "q's batch * heads * seqlen * head_dim would need about " +

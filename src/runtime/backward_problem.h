@@ -31,14 +31,26 @@ struct BackwardProblem {
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
 // smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
-// total: the bytes a workspace needs (the end of tile_counter).
+// Non-causal problems at head dims 64 and 128 without the deterministic mode (the persistent
+// kernels' split last wave, BwdConfig::splits_last_wave) then have, 256-byte aligned,
+// dkv_partial: float[split_slots * 2 * 128 * head_dim] (a split piece's partial dK_j and dV_j
+// of 128 keys each) and split_counters: int32[split_tiles], where with T = batch * heads_kv *
+// ceil(seqlen_k / 128) split_slots = min(3 T, 2 kSplitMaxCtas) and split_tiles = min(T,
+// kSplitMaxCtas) (enough for grids of up to kSplitMaxCtas CTAs; 0 for other problems).
+// total: the bytes a workspace needs (the end of the last region).
 template <class Int>
 struct WorkspaceRegions {
-  Int lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, total;
+  Int lse_log2, dpsum, dq_accum, dq_semaphore, tile_counter, dkv_partial, split_counters, total;
+  Int split_slots, split_tiles;  // counts, not offsets
 };
 using BackwardWorkspace = WorkspaceRegions<size_t>;
 constexpr size_t kWorkspaceAlignment = 256;
 constexpr int64_t kWorkspaceSemaphoreRows = 64;  // the rows of a dq_semaphore entry: the smallest
+// The most CTAs a split last wave is planned for (a whole GH100 has 144 SMs; an H100 SXM or an
+// H200 132): more SMs than this, and the grids take their tiles whole.
+constexpr int64_t kSplitMaxCtas = 144;
+// The keys of a split tile (the persistent kernels' block_n).
+constexpr int64_t kSplitTileKeys = 128;
 
 // The rows of a (batch, head) in the workspace: seqlen_q rounded up to whole query blocks of
 // every backward kernel's block_m (64, 128: a multiple of 128; the _dqt kernels' 80: a
