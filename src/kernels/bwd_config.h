@@ -425,10 +425,10 @@ FA3_BWD_HOST_DEVICE constexpr BwdTile bwd_tile_at(int index, int num_n_blocks, i
 // so that the CTAs end the call together. A chunk is at least half a tile (the runtime's
 // plan), so it is at most two pieces, the end of one tile and the start of the next, and a
 // tile is cut in at most three. Draw first + c is chunk c: items first + 2 c and first + 2 c +
-// 1 (the second piece, empty where the chunk ends inside its first tile). Each piece adds its
-// fp32 partial dK_j and dV_j in slot c + (tile - first) of the workspace's partials (two pieces
-// of a chunk, or of a tile, never share one), and the piece that finishes its tile last sums
-// the others' into its own and stores the tile (bwd_sum_split_tile).
+// 1 (the second piece, empty where the chunk ends inside its first tile). Each piece writes its
+// fp32 partial dK_j and dV_j to slot c + (tile - first) of the workspace's partials (two pieces
+// of a chunk, or of a tile, never share one), and the tile's piece that counts itself done last
+// adds the others' into its own and stores the tile (bwd_sum_split_tile).
 struct BwdPiece {
   int tile;      // from `first`
   int step0;     // the first of its tile's steps

@@ -38,8 +38,9 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 
 // The split last wave of a persistent non-causal kernel (BwdConfig::splits_last_wave;
 // bwd_piece_at, bwd_config.h): the tiles that go whole (`first`), the chunks' steps, and the
-// draws (first + chunks). None (first = draws = tiles) for other kernels, ordered adds, a
-// last wave that is full or nearly so (its chunks would be over 3/4 of a tile), or a
+// draws (first + chunks). None (first = draws = tiles) for other kernels, ordered adds, tiles
+// of one step, a last wave that is full or nearly so (its chunks would be over 3/4 of a
+// tile), last tiles of 2^31 steps or more (the kernels count them in 32 bits), or a
 // workspace without room (WorkspaceRegions: more than kSplitMaxCtas CTAs).
 struct BackwardSplitPlan {
   int64_t first = 0, draws = 0, chunk = 0;
