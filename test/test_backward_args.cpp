@@ -637,7 +637,7 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 
-  // Non-causal calls at head dims 64 and 128 without the deterministic mode: the split last
+  // Non-causal calls at head dim 128 without the deterministic mode: the split last
   // wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most 2 x 144) and counters (a
   // tile, at most 144) after the tile counter.
   prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
@@ -656,15 +656,16 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(w.split_slots == 288u);
   CHECK(w.split_tiles == 144u);
   CHECK(w.total == w.split_counters + 144 * 4);
-  prob.head_dim = 64;
-  CHECK(fa3::backward_workspace(prob).split_counters - fa3::backward_workspace(prob).dkv_partial ==
-        288u * 2 * 128 * 64 * 4);
   prob.deterministic = true;  // ordered adds: no split
   CHECK(fa3::backward_workspace(prob).split_slots == 0u);
   CHECK(fa3::backward_workspace(prob).total == fa3::backward_workspace(prob).tile_counter + 4);
   prob.deterministic = false;
-  prob.head_dim = 256;  // no persistent kernel
-  CHECK(fa3::backward_workspace(prob).split_slots == 0u);
+  for (const int64_t head_dim : {64, 256}) {  // no production kernel of theirs splits
+    INFO("head_dim " << head_dim);
+    prob.head_dim = head_dim;
+    CHECK(fa3::backward_workspace(prob).split_slots == 0u);
+    CHECK(fa3::backward_workspace(prob).total == fa3::backward_workspace(prob).tile_counter + 4);
+  }
 }
 
 TEST_CASE("backward: the dQ accumulator's block layout (DqAccumLayout)", "[cpu][api]") {
@@ -809,8 +810,8 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  // + the tile counter
-  CHECK(bytes == with_split(rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4, 4, 64));
+  // + the tile counter; head dim 64 has no split regions (no production d64 kernel splits).
+  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -1634,15 +1635,15 @@ TEST_CASE("backward: fa3_backward_with_kernel runs the named backward kernel tha
   // The arguments are checked first, as fa3_backward's.
   Args bad;
   bad.p.deterministic = 3;
-  CHECK(fa3_backward_with_kernel(fh.h, "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal", &bad.q,
+  CHECK(fa3_backward_with_kernel(fh.h, "fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal", &bad.q,
                                  &bad.k, &bad.v, &bad.o, &bad.dout, bad.lse, &bad.dq, &bad.dk,
                                  &bad.dv, bad.params, bad.workspace, bad.workspace_bytes,
                                  nullptr) == FA3_ERR_INVALID_ARGUMENT);
   CHECK(std::string(fa3_last_error()) == "p->deterministic must be 0 or 1 (got 3)");
 
-  REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal") == FA3_OK);
+  REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal") == FA3_OK);
   CHECK(last_loaded(fh.h) ==
-        fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal"));
+        fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal"));
   CHECK(fake().count("cuLaunchKernelEx") == 3);
 }
 

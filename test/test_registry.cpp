@@ -523,11 +523,11 @@ TEST_CASE("the production set holds every table kernel and stays within its budg
     CHECK(production.count(name) == 1);
   }
   // The backward's picks are production kernels too, and every production backward kernel is
-  // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and at d128 a second
-  // one each: non-causal _dqt_rw_fs_pt for seqlen_q from 1024, causal _p32 from 6144).
+  // a pick (BWD_PRODUCTION_KERNELS has no budget: one kernel per key, and at d128 non-causal
+  // a second one, _dqt_rw_fs_pt for seqlen_q from 1024).
   const std::set<std::string> backward = backward_kernels();
   const std::set<std::string> backward_picks = table_kernels("bwd");
-  CHECK(backward_picks.size() == 16);
+  CHECK(backward_picks.size() == 14);
   CHECK(backward_picks == backward);
   for (const std::string& name : backward_picks) {
     INFO("the built-in tuning table picks " << name
@@ -652,9 +652,8 @@ TEST_CASE("backward kernel names: grammar, a kernel for each dtype, head dim and
                    std::to_string(cfg->head_dim) + (cfg->causal ? "_causal" : ""));
   }
   CHECK(covered.size() == 12);
-  // d128 non-causal: _dqh below 1024 query rows, _dqt_rw_fs_pt from there; causal: _pt below 6144,
-  // _p32 from there.
-  CHECK(backward.size() == 16);
+  // d128 non-causal: _dqh below 1024 query rows, _dqt_rw_fs_pt from there.
+  CHECK(backward.size() == 14);
   for (const std::string& name : backward_lab_kernels()) {
     INFO(name << " (BWD_LAB_KERNELS)");
     CHECK(fa3::parse_bwd_kernel_name(name));

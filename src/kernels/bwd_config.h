@@ -59,8 +59,9 @@
 // before and V_j after its last dP^T, k_double_buffered) and first steps run; the
 // CTA's start (launch, barrier set-up) is paid once per SM, not once per tile (v28h: 1.6 steps
 // a CTA at d64, 16% of the time at causal 2k). The picks for d64 causal (+1-3% from 1k to 4k,
-// v34; level or ahead from 12k since v46f, v47b), d128 causal below 6144 (v44b) and d128
-// non-causal from 1024 (+1%, v36); d64 non-causal it is 3-8% slower (docs/perf-history.md
+// v34; level or ahead from 12k since v46f, v47b), d128 causal (below 6144 since v44b, at every
+// length since v90b': +0.9% at 8k-16k against the one-tile _p32) and d128 non-causal from 1024
+// (+1%, v36); d64 non-causal it is 3-8% slower (docs/perf-history.md
 // v34). The grid takes every SM (at most sm_count CTAs): the postprocess follows it.
 // A cubin holds three kernels: the name's (the main loop), and
 // <name>_pre (D = rowsum(dO * O), the dQ accumulator zeroed where no first writer stores)

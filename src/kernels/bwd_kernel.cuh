@@ -303,9 +303,9 @@ struct BwdWork {
   int n_block, kv_head, batch, m_begin;
   int m_first;  // the query block each head's walk starts at (and wraps around to)
   // kSplitsLastWave: the item (bwd_for_each_tile), and its steps of the tile's walk: all of
-  // them, or a piece's (bwd_piece_at); whether the producer's next item is the next piece of
-  // its chunk rather than a draw.
-  int item = 0, step0 = 0, piece_steps = 0;
+  // them, or a piece's (bwd_piece_at) with its tile (counted from split_first); whether the
+  // producer's next item is the next piece of its chunk rather than a draw.
+  int item = 0, step0 = 0, piece_steps = 0, split_tile = 0;
   bool next_too = false;
 
   __device__ __forceinline__ BwdWork(const BwdParams& p, int index) : m_begin(0), m_first(0) {
@@ -317,6 +317,7 @@ struct BwdWork {
       if (index >= p.split_first) {
         const BwdPiece piece = bwd_piece_at(index - p.split_first, tile_steps, p.split_chunk,
                                             (p.num_tiles - p.split_first) * tile_steps);
+        split_tile = piece.tile;
         index = p.split_first + piece.tile;
         step0 = piece.step0;
         piece_steps = piece.steps;
@@ -894,11 +895,11 @@ __device__ __forceinline__ void warpgroup_publish_dq_part(const BwdSmem<Tr>& sm,
 }
 
 // kSplitsLastWave, a piece of a split tile (bwd_piece_at), by every consumer thread at the
-// piece's end (dK_j scaled): its partial dK_j and dV_j to its slot of the workspace (16-byte
-// stores in fragment order: a warp's store is 512 contiguous bytes), then one count on the
-// tile's counter. The piece that counts last adds the other pieces' partials into its
-// registers and returns true: it stores the tile. No piece waits for another (a piece may be
-// drawn only once a CTA is free; a wait could hang where other grids hold the SMs: v82-v85).
+// piece's end (dK_j scaled): its partial dK_j and dV_j to its slot of the workspace (fragment
+// order: tile::warpgroup_store_acc_global), then one count on the tile's counter. The piece
+// that counts last adds the other pieces' partials into its registers and returns true: it
+// stores the tile. No piece waits for another (a piece may be drawn only once a CTA is free; a
+// wait could hang where other grids hold the SMs: v82-v85).
 // Thread 0's add releases every consumer thread's stores, which the barrier before it orders
 // first, and acquires the other pieces' (the pattern of CUTLASS's semaphores); the barrier
 // after it orders every thread's reads after the acquire.
@@ -906,26 +907,20 @@ template <class Tr>
 __device__ __forceinline__ bool bwd_sum_split_tile(const BwdParams& p, const BwdSmem<Tr>& sm,
                                                    const BwdWork<Tr>& w, float (&dk)[Tr::kAcc],
                                                    float (&dv)[Tr::kAcc], int wg, int t_wg) {
-  const int tile_steps = p.num_m_blocks * p.heads_per_kv_head;
-  const int item = w.item - p.split_first, chunk = item / 2;
-  const int tile =
-      bwd_piece_at(item, tile_steps, p.split_chunk, (p.num_tiles - p.split_first) * tile_steps).tile;
-  const BwdSplitParts parts = bwd_split_parts(tile, tile_steps, p.split_chunk);
-  constexpr int kGroups = Tr::kAcc / 4;  // a thread's 16-byte groups of dK_j (or dV_j)
-  constexpr int64_t kDvAt = Tr::kConsumers * kGroups * 128;  // dV_j's float4s after dK_j's
+  const int chunk = (w.item - p.split_first) / 2;
+  const BwdSplitParts parts =
+      bwd_split_parts(w.split_tile, p.num_m_blocks * p.heads_per_kv_head, p.split_chunk);
+  // A slot: dK_j's then dV_j's 128 keys (each warpgroup's 64 in turn) x head_dim floats.
+  constexpr int64_t kWarpgroupFloats = 128 * Tr::kAcc, kFloats = Tr::kConsumers * kWarpgroupFloats;
   const auto slot = [&](int c) {
-    return reinterpret_cast<float4*>(p.dkv_partial) + static_cast<int64_t>(c + tile) * 2 * kDvAt +
-           (wg * kGroups) * 128 + t_wg;
+    return p.dkv_partial + static_cast<int64_t>(c + w.split_tile) * 2 * kFloats +
+           wg * kWarpgroupFloats;
   };
-  float4* own = slot(chunk);
-#pragma unroll
-  for (int g = 0; g < kGroups; ++g) {
-    own[g * 128] = make_float4(dk[4 * g], dk[4 * g + 1], dk[4 * g + 2], dk[4 * g + 3]);
-    own[kDvAt + g * 128] = make_float4(dv[4 * g], dv[4 * g + 1], dv[4 * g + 2], dv[4 * g + 3]);
-  }
+  tile::warpgroup_store_acc_global(slot(chunk), dk, t_wg);
+  tile::warpgroup_store_acc_global(slot(chunk) + kFloats, dv, t_wg);
   ptx::named_barrier_sync(kBwdBarrierEpilogue, 128 * Tr::kConsumers);
   if (wg == 0 && t_wg == 0) {
-    const int32_t before = ptx::atom_add_acq_rel_gpu(p.split_counters + tile, 1);
+    const int32_t before = ptx::atom_add_acq_rel_gpu(p.split_counters + w.split_tile, 1);
     ptx::st_shared_u32(sm.split_last_home(),
                        before == parts.last_chunk - parts.first_chunk ? 1u : 0u);
   }
@@ -933,13 +928,8 @@ __device__ __forceinline__ bool bwd_sum_split_tile(const BwdParams& p, const Bwd
   if (ptx::ld_shared_u32(sm.split_last_home()) == 0) return false;
   for (int c = parts.first_chunk; c <= parts.last_chunk; ++c) {
     if (c == chunk) continue;
-    const float4* other = slot(c);
-#pragma unroll
-    for (int g = 0; g < kGroups; ++g) {
-      const float4 a = other[g * 128], b = other[kDvAt + g * 128];
-      dk[4 * g] += a.x, dk[4 * g + 1] += a.y, dk[4 * g + 2] += a.z, dk[4 * g + 3] += a.w;
-      dv[4 * g] += b.x, dv[4 * g + 1] += b.y, dv[4 * g + 2] += b.z, dv[4 * g + 3] += b.w;
-    }
+    tile::warpgroup_add_acc_global(slot(c), dk, t_wg);
+    tile::warpgroup_add_acc_global(slot(c) + kFloats, dv, t_wg);
   }
   return true;
 }

@@ -161,10 +161,10 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
 BWD_PRODUCTION_KERNELS := \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh fa3_bwd_f16_d128_m80_n128_s2_w2_dqt_rw_fs_pt \
-  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_p32_causal fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_pt_causal \
+  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_pt_causal \
   fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_fs fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_pt_causal \
   fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt \
-  fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal \
+  fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal \
   fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_rw_fs fa3_bwd_f16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal \
   fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_rw_fs fa3_bwd_bf16_d256_m64_n80_s1_w2_kvt_dqh_fs_causal
 
@@ -182,6 +182,7 @@ BWD_PRODUCTION_KERNELS := \
 # (their dQ accumulator zeroed by the preprocess; _fs is 2-9% faster at 1k-2k, level from 8k,
 # v37), and d128 and d256 non-causal without _rw_fs (_rw_fs is 1-5% faster to 4k, v37e, v37f).
 BWD_LAB_KERNELS := \
+  fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_fs_p32_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_p32_causal \
   fa3_bwd_f16_d64_m128_n128_s2_w2_dqq_rw fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_pt_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_pt_causal \
   fa3_bwd_f16_d128_m64_n128_s2_w2_dqh_p32_causal fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_p32_causal \

@@ -31,7 +31,7 @@ struct BackwardProblem {
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
 // smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
-// Non-causal problems at head dims 64 and 128 without the deterministic mode (the persistent
+// Non-causal problems at head dim 128 without the deterministic mode (the persistent
 // kernels' split last wave, BwdConfig::splits_last_wave) then have, 256-byte aligned,
 // dkv_partial: float[split_slots * 2 * 128 * head_dim] (a split piece's partial dK_j and dV_j
 // of 128 keys each) and split_counters: int32[split_tiles], where with T = batch * heads_kv *

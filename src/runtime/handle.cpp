@@ -438,14 +438,18 @@ Error with_stream_workspace(fa3_handle* h, const Context& context, CUstream stre
   // still use the buffer. Recorded also after a failed or throwing `use`: it may have
   // launched part of its work. A later successful record on this stream shares it again.
   entry->shared = false;
+  const auto record_end = [&] {
+    const CUresult recorded = d.event_record(entry->last_use, stream);
+    entry->shared = recorded == CUDA_SUCCESS;
+    return recorded;
+  };
   try {
     e = use(entry->base);
   } catch (...) {
-    entry->shared = d.event_record(entry->last_use, stream) == CUDA_SUCCESS;
+    record_end();
     throw;
   }
-  const CUresult r = d.event_record(entry->last_use, stream);
-  entry->shared = r == CUDA_SUCCESS;
+  const CUresult r = record_end();
   if (r != CUDA_SUCCESS && !e.failed())
     e = d.fail(r, "recording the end of the handle's workspace use (cuEventRecord; the "
                   "kernels were launched)");

@@ -48,6 +48,34 @@ __device__ __forceinline__ void fill(float (&acc)[N], float value) {
   for (int e = 0; e < N; ++e) acc[e] = value;
 }
 
+// A warpgroup's accumulator (V fp32 values a thread) in global memory in fragment order
+// (AccFragmentOrder, as AccStagingTile keeps it in shared memory): thread t's values 4i..4i+3
+// are the 16 bytes at float 512 i + 4 t of `base`, so a warp's store is 512 contiguous bytes
+// and no value changes thread. The backward's split tiles pass their partial dK_j and dV_j
+// so. Executed by the whole warpgroup; `base` 16-byte aligned.
+template <int V>
+__device__ __forceinline__ void warpgroup_store_acc_global(float* base, const float (&acc)[V],
+                                                           int thread_in_wg) {
+  static_assert(V % 4 == 0, "whole 8-column groups");
+#pragma unroll
+  for (int i = 0; i < V / 4; ++i)
+    *reinterpret_cast<float4*>(base + AccFragmentOrder::index(thread_in_wg, 4 * i)) =
+        make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+}
+
+// Adds an accumulator that warpgroup_store_acc_global stored at `base` into `acc`.
+template <int V>
+__device__ __forceinline__ void warpgroup_add_acc_global(const float* base, float (&acc)[V],
+                                                         int thread_in_wg) {
+  static_assert(V % 4 == 0, "whole 8-column groups");
+#pragma unroll
+  for (int i = 0; i < V / 4; ++i) {
+    const float4 a =
+        *reinterpret_cast<const float4*>(base + AccFragmentOrder::index(thread_in_wg, 4 * i));
+    acc[4 * i] += a.x, acc[4 * i + 1] += a.y, acc[4 * i + 2] += a.z, acc[4 * i + 3] += a.w;
+  }
+}
+
 // Keeps the compiler from moving accesses of these registers across wgmma fence/wait.
 template <int N>
 __device__ __forceinline__ void pin_registers(float (&acc)[N]) {
