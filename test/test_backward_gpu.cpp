@@ -818,8 +818,8 @@ int run_each_backward_kernel(Runner& runner, const Shape (&shapes)[N], bool pers
 
 TEST_CASE("the persistent (_pt) kernels walk several tiles a CTA", "[gpu][backward]") {
   // More tiles (K/V blocks) than SMs, so that every CTA of each compiled _pt kernel (by name:
-  // the table picks them for causal calls at head dims 64 and 128, below 2048 query rows at
-  // 128, and for d128 non-causal calls from 1024) draws tiles from the counter
+  // the table picks them for causal calls at head dims 64 and 128 at every length, and for
+  // d128 non-causal calls from 1024) draws tiles from the counter
   // and the carried pipeline, dS^T and dQ-buffer phases cross tile boundaries; dK and dV leave
   // through shared memory (the dQ buffers; head dim 128 also dV's own or the dS^T stages), or
   // (padded outputs, not TMA-aligned) from registers.
@@ -1608,7 +1608,7 @@ TEST_CASE("fa3_backward over 2^31 elements", "[gpu][backward][large]") {
 TEST_CASE("fa3_backward with K and V over 2^31 elements", "[gpu][backward][large]") {
   // k, v, dk and dv of 2 x 8192 x 1032 x 128 = 2.16e9 elements: offsets past 2^31 in every
   // key-side index, with GQA 2/1 (dK and dV summed over a group up there) and causal (the
-  // persistent pick below 2048 query rows). The last (batch, K/V head) group, checked in full
+  // persistent pick). The last (batch, K/V head) group, checked in full
   // statistics, has the largest offsets. 20 GB of GPU memory, about 35 GB of host memory.
   Case c;
   c.bf16 = false; c.head_dim = 128; c.causal = true; c.batch = 2; c.seqlen_q = 1024;
@@ -1643,7 +1643,7 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // the dQ buffers while the next tile runs).
   cases[6].bf16 = false; cases[6].head_dim = 64; cases[6].causal = true; cases[6].seqlen_q = 300;
   cases[6].seqlen_k = 300; cases[6].heads = 64; cases[6].heads_kv = 64;
-  // So is the d128 causal pick below 2048 query rows, whose dV_j leaves from buffers of its own.
+  // So is the d128 causal pick (every length since v91), whose dV_j leaves from buffers of its own.
   cases[7].bf16 = true; cases[7].head_dim = 128; cases[7].causal = true; cases[7].seqlen_q = 300;
   cases[7].seqlen_k = 300; cases[7].heads = 64; cases[7].heads_kv = 32;
   // The d64 causal deterministic mode: the last K/V block's adds first, the tiles shortest
