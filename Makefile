@@ -147,7 +147,7 @@ $(BUILD)/libfakecuda.so: test/fake_cuda/fake_cuda.cpp | $(BUILD)/.deps-ok
 TEST_SRCS := $(wildcard test/*.cpp) $(SUPPORT_SRCS)
 TEST_OBJS := $(patsubst %.cpp,$(BUILD)/obj/%.o,$(TEST_SRCS)) $(TEST_CU_OBJS)
 # The CPU tests' files are compiled at -Og (the last -O wins): at -O2 their Catch2 assertions
-# cost a clean build nearly as much CPU time as the 64 kernels; -Og compiles them in about 60%
+# cost a clean build nearly as much CPU time as the kernels; -Og compiles them in about 60%
 # of the time and runs them as fast (docs/perf-history.md v65). The GPU tests' files (host
 # loops over tensors of up to 2^31 elements), the float64 reference (test/support), the
 # library and the tools keep -O2.

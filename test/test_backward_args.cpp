@@ -1088,6 +1088,25 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
   CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 52, 132).draws == 132 + 131);
   // 100 tiles on 200 CTAs would need 299 slots, of the workspace's 2 x 144.
   CHECK(fa3::backward_split_plan(pick, problem(300, 52), 300, 52, 200).draws == 300);
+  // Head dim 64 has no split regions: a d64 kernel that could split (the lab's _dqq_rw_pt)
+  // takes its tiles whole.
+  const fa3::BwdConfig d64 = fa3::parse_bwd_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt").config;
+  REQUIRE(d64.splits_last_wave());
+  fa3::BackwardProblem prob64 = problem(200, 52);
+  prob64.head_dim = 64;
+  CHECK(fa3::backward_split_plan(d64, prob64, 200, 52, 132).draws == 200);
+  // Every production kernel that splits finds the regions in a default-mode call of its key (a
+  // pick whose key had none would never split).
+  int splitting = 0;
+  for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels()) {
+    if (!k.bwd.splits_last_wave()) continue;
+    INFO(k.name);
+    ++splitting;
+    fa3::BackwardProblem own = problem(200, 52);
+    own.head_dim = k.bwd.head_dim;
+    CHECK(fa3::backward_workspace(own).split_slots > 0u);
+  }
+  CHECK(splitting >= 2);  // the d128 non-causal picks from 1024 query rows (f16, bf16)
 }
 
 TEST_CASE("backward: a split last wave reaches the kernel (BwdParams::split_first)",
@@ -1644,6 +1663,20 @@ TEST_CASE("backward: fa3_backward_with_kernel runs the named backward kernel tha
   REQUIRE(run_with("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal") == FA3_OK);
   CHECK(last_loaded(fh.h) ==
         fa3::find_any_compiled_kernel("fa3_bwd_bf16_d128_m64_n128_s2_w2_dqh_fs_pt_causal"));
+  CHECK(fake().count("cuLaunchKernelEx") == 3);
+  // A kernel the table does not pick for the problem runs when named: d128 non-causal below
+  // 1024 query rows the table picks _dqh, and the named _dqt_rw_fs_pt runs instead. (The
+  // handle's workspace: a non-causal one has the split regions too.)
+  const char* const unpicked = "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt";
+  a.p.causal = 0;
+  a.workspace = nullptr;
+  const fa3::KernelInfo* pick = fh.h->table.select(
+      {fa3::Direction::Backward, fa3::DType::BF16, 128, false, a.q.seqlen, a.k.seqlen});
+  REQUIRE(pick != nullptr);
+  CHECK(pick->name != unpicked);
+  fake().reset();
+  REQUIRE(run_with(unpicked) == FA3_OK);
+  CHECK(last_loaded(fh.h) == fa3::find_any_compiled_kernel(unpicked));
   CHECK(fake().count("cuLaunchKernelEx") == 3);
 }
 

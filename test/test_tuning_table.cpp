@@ -33,7 +33,8 @@ const char* const kKernelsMk[] = {
 const char* const kSmallTileKernel = "fa3_fwd_bf16_d128_m128_n64_s2_w2";
 const char* const kThreeWarpgroupKernel = "fa3_fwd_bf16_d128_m192_n128_s2_w3";
 
-// The backward kernels of src/kernels/kernels.mk's production set, one per key.
+// A backward kernel name for each key (valid names, not all of them compiled: d128 causal's
+// _dqh_p32_causal is a lab kernel).
 std::string backward_kernel(const std::string& dtype, int head_dim, bool causal) {
   const char* shape = head_dim == 64    ? "_m128_n128_s2_w2_dqq"
                       : head_dim == 128 ? "_m64_n128_s2_w2_dqh"

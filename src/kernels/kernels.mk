@@ -149,10 +149,10 @@ FWD_LAB_KERNELS := $(filter-out $(FWD_PRODUCTION_KERNELS),\
   $(foreach dtype,f16 bf16,$(addprefix fa3_fwd_$(dtype)_,$(FWD_LAB_TILES))))
 
 # The backward kernels (src/kernels/bwd_config.h is their grammar): one per dtype, head dim and
-# mask, and two for d128: non-causal 64-row query blocks below 1024 query rows, _dqt's 80-row
-# blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from there; causal the
-# persistent _pt below 6144 query rows, _p32 (a CTA a tile) from there (docs/perf-history.md v36,
-# v43d, v44b); _fs (a query block's first dQ writer stores, the others add) where it pays: causal
+# mask, and two for d128 non-causal: 64-row query blocks below 1024 query rows, _dqt's 80-row
+# blocks (persistent, _pt; rotated walk and first stores, _rw_fs) from there; d128 causal the
+# persistent _pt at every length (since v91; docs/perf-history.md v36, v44b, v90b');
+# _fs (a query block's first dQ writer stores, the others add) where it pays: causal
 # d128 and d256, with _rw every non-causal pick from 1024 query rows (v37). All in the production
 # set, each a built-in tuning table bwd pick (test_registry.cpp checks that every bwd pick is here
 # and every kernel here a pick; a backward call whose table has no bwd entry for its key runs the
@@ -172,8 +172,8 @@ BWD_PRODUCTION_KERNELS := \
 # warpgroup adds its own dQ_i over its 64 keys: two fp32 parts a step, v26a/b in
 # docs/perf-history.md) at d64 with 64-row query blocks (at d128 it needs the dQ accumulator next
 # to dK and dV, and ptxas serializes its wgmmas); _kvh at d256 (v26f-v27); d128 causal with a CTA
-# per tile at setmaxnreg 24/240 (the production ones are _pt at 24/240 below 6144 query rows and
-# _p32, 32/232, from there: v28l, v36b, v44b); d128 causal with _dqt's 80-row blocks (0.96-1.00 of
+# per tile at setmaxnreg 24/240, with and without _fs at 32/232 (_p32; _fs_p32 was the pick from
+# 6144 query rows until v91: v28l, v36b, v44b, v90b'); d128 causal with _dqt's 80-row blocks (0.96-1.00 of
 # the _p32 kernels, v29f; at 32/232 it spills); d64 non-causal without _rw (each CTA walks the
 # query blocks from the first, v33b); d64 causal without _pt (a CTA per tile; the persistent _pt
 # is 1-3% faster from 1k to 4k, v34a, and level or ahead from 12k since v46f, v47b); d64

@@ -41,8 +41,9 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // draws (first + chunks). None (first = draws = tiles) for other kernels, ordered adds, tiles
 // of one step, a last wave that is full or nearly so (its chunks would be over 3/4 of a
 // tile), last tiles of 2^31 steps or more (the kernels count them in 32 bits), or a
-// workspace without room (WorkspaceRegions: more than kSplitMaxCtas CTAs). tiles, tile_steps
-// and ctas are at least 1 (a grid of one CTA has no partial wave).
+// workspace without room (WorkspaceRegions: none but at head dim 128, and none for more than
+// kSplitMaxCtas CTAs). tiles, tile_steps and ctas are at least 1 (a grid of one CTA has no
+// partial wave).
 struct BackwardSplitPlan {
   int64_t first = 0, draws = 0, chunk = 0;
 };
