@@ -1041,8 +1041,8 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
     return prob;
   };
   // The paper's grid at d128: 2048 tiles on 132 SMs, 15 waves whole and 68 tiles in 132 chunks
-  // of just over half a tile.
-  for (const int64_t s : {1024, 2048, 4096, 8192, 16384}) {
+  // of just over half a tile; from 2k (1k's tiles of 13 steps go whole, below).
+  for (const int64_t s : {2048, 4096, 8192, 16384}) {
     INFO("seqlen " << s);
     fa3::BackwardProblem prob = problem(16, s / 80 + (s % 80 != 0));
     prob.batch = 16384 / s;
@@ -1053,6 +1053,16 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
     CHECK(plan.chunk == std::max((68 * n + 131) / 132, (n + 1) / 2));
     CHECK(plan.draws - plan.first <= 132);
     check_split_plan(plan, tiles, n, 132, fa3::backward_workspace(prob));
+  }
+  {
+    fa3::BackwardProblem prob = problem(16, 13);  // 1k: 2048 tiles of 13 steps
+    prob.batch = 16;
+    prob.seqlen_k = 1024;
+    CHECK(fa3::backward_split_plan(pick, prob, 2048, 13, 132).draws == 2048);
+    // The shortest tiles that split.
+    prob = problem(200, fa3::kSplitMinTileSteps);
+    CHECK(fa3::backward_split_plan(pick, prob, 200, fa3::kSplitMinTileSteps - 1, 132).draws == 200);
+    CHECK(fa3::backward_split_plan(pick, prob, 200, fa3::kSplitMinTileSteps, 132).draws > 200);
   }
   // Every shape of a sweep whose plan splits keeps the plan's promises; the others go whole.
   int split = 0;
@@ -1065,7 +1075,7 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
         if (plan.first == tiles) {
           CHECK(plan.draws == tiles);
           const int64_t last = tiles % ctas;
-          const bool worth = last > 0 && n >= 2 &&
+          const bool worth = last > 0 && n >= fa3::kSplitMinTileSteps &&
                              4 * std::max((last * n + ctas - 1) / ctas, (n + 1) / 2) <= 3 * n;
           CHECK_FALSE(worth);
           continue;

@@ -1663,10 +1663,11 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   }
   // The _dqt_rw_fs_pt kernels (80-row query blocks, rotated walks, first stores; the table's
   // d128 non-causal pick from 1024 query rows) by name on a small shape with tails in both
-  // sequences, default and deterministic, then on 192 tiles (CTAs walk several, dV_j staged in
-  // the dS^T stages between them).
+  // sequences, default (its 4 tiles of 16 steps split in 8 chunks: partial sums) and
+  // deterministic (whole tiles), then on 192 tiles (CTAs walk several, dV_j staged in the dS^T
+  // stages between them).
   Case t;
-  t.bf16 = true; t.head_dim = 128; t.seqlen_q = 90; t.seqlen_k = 150; t.heads = 2; t.heads_kv = 1;
+  t.bf16 = true; t.head_dim = 128; t.seqlen_q = 90; t.seqlen_k = 150; t.heads = 16; t.heads_kv = 2;
   for (const bool deterministic : {false, true}) {
     t.bf16 = !deterministic;
     t.deterministic = deterministic;
