@@ -660,12 +660,23 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   CHECK(fa3::backward_workspace(prob).split_slots == 0u);
   CHECK(fa3::backward_workspace(prob).total == fa3::backward_workspace(prob).tile_counter + 4);
   prob.deterministic = false;
-  for (const int64_t head_dim : {64, 256}) {  // no production kernel of theirs splits
-    INFO("head_dim " << head_dim);
-    prob.head_dim = head_dim;
-    CHECK(fa3::backward_workspace(prob).split_slots == 0u);
-    CHECK(fa3::backward_workspace(prob).total == fa3::backward_workspace(prob).tile_counter + 4);
-  }
+  // The regions follow the compiled kernels: a key has them where one of its kernels splits
+  // (head dim 128's _dqt_rw_fs_pt in the production set; the lab's d64 _dqq_rw_pt too).
+  for (const fa3::DType dtype : {fa3::DType::F16, fa3::DType::BF16})
+    for (const int64_t head_dim : {64, 128, 256}) {
+      INFO(fa3::dtype_name(dtype) << " head_dim " << head_dim);
+      prob.dtype = dtype;
+      prob.head_dim = head_dim;
+      bool splits = false;
+      for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels())
+        splits = splits || (k.bwd.dtype == dtype && k.bwd.head_dim == head_dim &&
+                            !k.bwd.causal && k.bwd.persistent && k.bwd.block_n == 128);
+      CHECK(fa3::backward_key_splits(dtype, head_dim) == splits);
+      if (head_dim == 128) CHECK(splits);  // the production picks from 1024 query rows
+      w = fa3::backward_workspace(prob);
+      CHECK((w.split_slots > 0u) == splits);
+      if (!splits) CHECK(w.total == w.tile_counter + 4);
+    }
 }
 
 TEST_CASE("backward: the dQ accumulator's block layout (DqAccumLayout)", "[cpu][api]") {
@@ -810,8 +821,11 @@ TEST_CASE("backward: fa3_backward_workspace_size follows the layout and checks q
   a.q.stride_head = a.k.stride_head = 64;
   REQUIRE(fa3_backward_workspace_size(fh.h, &a.q, &a.k, nullptr, &bytes) == FA3_OK);
   const size_t rows = 2 * 8 * 256;
-  // + the tile counter; head dim 64 has no split regions (no production d64 kernel splits).
-  CHECK(bytes == rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4);
+  // + the tile counter; the split regions where a compiled d64 kernel splits (none in the
+  // production set; the lab's _dqq_rw_pt).
+  const size_t d64_bytes = rows * 4 * 2 + rows * 64 * 4 + 2 * 8 * 4 * 4 + 4;
+  CHECK(bytes == (fa3::backward_key_splits(fa3::DType::BF16, 64) ? with_split(d64_bytes, 4, 64)
+                                                                  : d64_bytes));
 
   // The checks on q, k and p are fa3_backward's, with its sentences.
   Args b;
@@ -1098,13 +1112,18 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
   CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 52, 132).draws == 132 + 131);
   // 100 tiles on 200 CTAs would need 299 slots, of the workspace's 2 x 144.
   CHECK(fa3::backward_split_plan(pick, problem(300, 52), 300, 52, 200).draws == 300);
-  // Head dim 64 has no split regions: a d64 kernel that could split (the lab's _dqq_rw_pt)
-  // takes its tiles whole.
+  // A d64 kernel that could split (the lab's _dqq_rw_pt) splits only where its key has the
+  // regions (a compiled d64 kernel splits: the lab build), else takes its tiles whole.
   const fa3::BwdConfig d64 = fa3::parse_bwd_name("fa3_bwd_bf16_d64_m128_n128_s2_w2_dqq_rw_pt").config;
   REQUIRE(d64.splits_last_wave());
   fa3::BackwardProblem prob64 = problem(200, 52);
   prob64.head_dim = 64;
-  CHECK(fa3::backward_split_plan(d64, prob64, 200, 52, 132).draws == 200);
+  CHECK(fa3::backward_split_plan(d64, prob64, 200, 52, 132).draws ==
+        (fa3::backward_key_splits(fa3::DType::BF16, 64) ? 132 + 131 : 200));
+  // Arguments below 1: no plan (and no division by zero CTAs).
+  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 52, 0).draws == 200);
+  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 0, 52, 132).draws == 0);
+  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 0, 132).draws == 200);
   // Every production kernel that splits finds the regions in a default-mode call of its key (a
   // pick whose key had none would never split).
   int splitting = 0;

@@ -84,7 +84,7 @@ BackwardSplitPlan backward_split_plan(const BwdConfig& c, const BackwardProblem&
   BackwardSplitPlan none;
   none.first = none.draws = tiles;
   if (!c.splits_last_wave() || backward_ordered_adds(c, prob) || c.block_n != kSplitTileKeys ||
-      tile_steps < kSplitMinTileSteps)
+      tile_steps < kSplitMinTileSteps || tiles < 1 || ctas < 1)
     return none;
   // The last wave's tiles (all of them where there are fewer than CTAs), their steps in chunks
   // of an equal share for each CTA, but at least half a tile (a tile in at most three pieces).

@@ -41,9 +41,9 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // draws (first + chunks). None (first = draws = tiles) for other kernels, ordered adds, tiles
 // of fewer than kSplitMinTileSteps steps, a last wave that is full or nearly so (its chunks
 // would be over 3/4 of a tile), last tiles of 2^31 steps or more (the kernels count them in
-// 32 bits), or a workspace without room (WorkspaceRegions: none but at head dim 128, and none
-// for more than kSplitMaxCtas CTAs). tiles, tile_steps and ctas are at least 1 (a grid of one
-// CTA has no partial wave).
+// 32 bits), a workspace without room (WorkspaceRegions: none for a key no compiled kernel
+// splits, backward_key_splits, and none for more than kSplitMaxCtas CTAs), or tiles,
+// tile_steps or ctas below 1.
 // Below this many steps a tile the pieces' own costs (a K/V load and pipeline fill each, the
 // fp32 partials out and back) outweigh the tail they shorten: at d128 the paper grid's 1k
 // tiles (13 steps, chunks of 7) lost 0.6% split in three A/Bs, its 2k ones (26) gained

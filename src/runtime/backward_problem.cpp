@@ -89,20 +89,27 @@ WorkspaceRegions<Int> workspace_regions(int64_t batch, int64_t heads, int64_t se
   return w;
 }
 
-// Whether a problem's workspace has the split last wave's regions (WorkspaceRegions).
-// Head dim 128 only: the one production kernel that splits is d128 non-causal's _dqt_rw_fs_pt
-// (the d64 non-causal pick takes a CTA a tile); at d64 the regions would hold 19 MB unused.
-// (The lab's d64 _dqq_rw_pt then finds no room and takes its tiles whole.)
-bool has_split_regions(bool causal, bool deterministic, int64_t head_dim) {
-  return !causal && !deterministic && head_dim == 128;
+// Whether a problem's workspace has the split last wave's regions (WorkspaceRegions): a
+// default-mode non-causal call of a key some compiled kernel splits.
+bool has_split_regions(const BackwardProblem& prob) {
+  return !prob.causal && !prob.deterministic && backward_key_splits(prob.dtype, prob.head_dim);
 }
 
 }  // namespace
 
+bool backward_key_splits(DType dtype, int64_t head_dim) {
+  for (const KernelInfo& kernel : compiled_backward_kernels()) {
+    const BwdConfig& c = kernel.bwd;
+    if (c.dtype == dtype && c.head_dim == head_dim && c.splits_last_wave() &&
+        c.block_n == kSplitTileKeys)
+      return true;
+  }
+  return false;
+}
+
 BackwardWorkspace backward_workspace(const BackwardProblem& prob) {
-  return workspace_regions<size_t>(
-      prob.batch, prob.heads, prob.seqlen_q, prob.head_dim, prob.heads_kv, prob.seqlen_k,
-      has_split_regions(prob.causal, prob.deterministic, prob.head_dim));
+  return workspace_regions<size_t>(prob.batch, prob.heads, prob.seqlen_q, prob.head_dim,
+                                   prob.heads_kv, prob.seqlen_k, has_split_regions(prob));
 }
 
 bool bwd_config_fits(const BwdConfig& c, const BackwardProblem& problem) {
@@ -169,10 +176,9 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k", "fa3_backward");
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
-  // (With the split last wave's regions, which any non-causal call may have: the larger.)
+  // (With the split last wave's regions, which a non-causal call may have: the larger.)
   const Int128 workspace = workspace_regions<Int128>(q->batch, q->heads, q->seqlen, q->head_dim,
-                                                     k->heads, k->seqlen,
-                                                     has_split_regions(false, false, q->head_dim))
+                                                     k->heads, k->seqlen, true)
                                .total;
   if (workspace > kMaxWorkspaceBytes)
     return make_error(FA3_ERR_UNSUPPORTED,

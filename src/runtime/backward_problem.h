@@ -31,8 +31,8 @@ struct BackwardProblem {
 // seqlen_q_rounded]; dq_accum: float[batch * heads * seqlen_q_rounded * head_dim];
 // dq_semaphore: int32[batch * heads * seqlen_q_rounded / 64] (one per query block of the
 // smallest, 64 rows); tile_counter: one uint32 right after (the _pt kernels' tile counter).
-// Non-causal problems at head dim 128 without the deterministic mode (the persistent
-// kernels' split last wave, BwdConfig::splits_last_wave) then have, 256-byte aligned,
+// Non-causal problems without the deterministic mode whose key has a kernel that splits
+// (backward_key_splits: the persistent kernels' split last wave) then have, 256-byte aligned,
 // dkv_partial: float[split_slots * 2 * 128 * head_dim] (a split piece's partial dK_j and dV_j
 // of 128 keys each) and split_counters: int32[split_tiles], where with T = batch * heads_kv *
 // ceil(seqlen_k / 128) split_slots = min(3 T, 2 kSplitMaxCtas) and split_tiles = min(T,
@@ -61,6 +61,13 @@ constexpr int64_t backward_rows(int64_t seqlen_q) {
 }
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob);
+
+// Whether a compiled backward kernel of (dtype, head_dim) splits its last wave
+// (BwdConfig::splits_last_wave, tiles of kSplitTileKeys keys): then the key's non-causal
+// default-mode problems have the split regions (any kernel a table or a name may pick can use
+// them). In the production set: head dim 128 (_dqt_rw_fs_pt); at head dim 64 the regions
+// would hold 19 MB that the pick (a CTA a tile) never uses.
+bool backward_key_splits(DType dtype, int64_t head_dim);
 
 // Checks q, k and p alone (what the workspace size and the choice of a kernel need). `p` may
 // be NULL (defaults). On success fills *out.
