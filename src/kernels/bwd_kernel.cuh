@@ -341,17 +341,22 @@ struct BwdWork {
       // their dQ adds into one query block's floats at once; each starts at its own share of
       // the query blocks instead and wraps around. Ordered adds keep the common order: a CTA
       // may wait only for earlier ones.
-      // Without a division routine (any start is right if every role computes the same): the
-      // 64-bit division's and fp32's IEEE slow path spilled in the 24-register roles of the
-      // split kernels. In 32 bits where the product fits (below 2^32: every walk of fewer
-      // than 65536 blocks each way), else a fast fp32 quotient, clamped.
-      const uint64_t product = static_cast<uint64_t>(n_block) * static_cast<uint32_t>(p.num_m_blocks);
-      const int m = product <= UINT32_MAX
-                        ? static_cast<int>(static_cast<uint32_t>(product) /
-                                           static_cast<uint32_t>(p.num_n_blocks))
-                        : static_cast<int>(__fdividef(static_cast<float>(product),
-                                                      static_cast<float>(p.num_n_blocks)));
-      m_first = m < p.num_m_blocks ? m : p.num_m_blocks - 1;
+      if constexpr (Tr::kSplitsLastWave) {
+        // Without a division routine (any start is right if every role computes the same): the
+        // 64-bit division's and fp32's IEEE slow path spilled in the 24-register roles with
+        // the split's decoding. In 32 bits where the product fits, else a fast fp32 quotient.
+        const uint64_t product = static_cast<uint64_t>(n_block) * static_cast<uint32_t>(p.num_m_blocks);
+        const int m = product <= UINT32_MAX
+                          ? static_cast<int>(static_cast<uint32_t>(product) /
+                                             static_cast<uint32_t>(p.num_n_blocks))
+                          : static_cast<int>(__fdividef(static_cast<float>(product),
+                                                        static_cast<float>(p.num_n_blocks)));
+        m_first = m < p.num_m_blocks ? m : p.num_m_blocks - 1;
+      } else {
+        // (The same start; this form for every _rw kernel changed the d64 and d256 cubins and
+        // measured 0.975-0.992 at d64, d256 level: docs/perf-history.md v92.)
+        m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
+      }
     }
   }
   // The steps in order: head g of the group (outer), query block m (inner), m ascending from
