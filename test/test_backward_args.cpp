@@ -637,8 +637,8 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
   for (size_t offset : {w.lse_log2, w.dpsum, w.dq_accum, w.dq_semaphore})
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 
-  // Non-causal calls at head dim 128 without the deterministic mode: the split last
-  // wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most 2 x 144) and counters (a
+  // Non-causal calls at head dim 128 (whose _dqt_rw_fs_pt splits) without the deterministic
+  // mode: the split last wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most 2 x 144) and counters (a
   // tile, at most 144) after the tile counter.
   prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
   prob.head_dim = 128;
@@ -672,7 +672,18 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
         splits = splits || (k.bwd.dtype == dtype && k.bwd.head_dim == head_dim &&
                             !k.bwd.causal && k.bwd.persistent && k.bwd.block_n == 128);
       CHECK(fa3::backward_key_splits(dtype, head_dim) == splits);
-      if (head_dim == 128) CHECK(splits);  // the production picks from 1024 query rows
+      // Which keys split, by name: d128's picks from 1024 query rows; d64 only with the lab's
+      // _dqq_rw_pt compiled in (the production pick takes a CTA a tile); d256 never (80-key
+      // tiles).
+      const std::string dt = fa3::dtype_name(dtype);
+      if (head_dim == 128)
+        CHECK(splits == (fa3::find_any_compiled_kernel(
+                             "fa3_bwd_" + dt + "_d128_m80_n128_s2_w2_dqt_rw_fs_pt") != nullptr));
+      if (head_dim == 128) CHECK(splits);
+      if (head_dim == 64)
+        CHECK(splits == (fa3::find_any_compiled_kernel(
+                             "fa3_bwd_" + dt + "_d64_m128_n128_s2_w2_dqq_rw_pt") != nullptr));
+      if (head_dim == 256) CHECK_FALSE(splits);
       w = fa3::backward_workspace(prob);
       CHECK((w.split_slots > 0u) == splits);
       if (!splits) CHECK(w.total == w.tile_counter + 4);
@@ -1120,11 +1131,19 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
   prob64.head_dim = 64;
   CHECK(fa3::backward_split_plan(d64, prob64, 200, 52, 132).draws ==
         (fa3::backward_key_splits(fa3::DType::BF16, 64) ? 132 + 131 : 200));
-  // Arguments below 1: no plan (and no division by zero CTAs).
-  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 52, 0).draws == 200);
-  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 0, 52, 132).draws == 0);
-  CHECK(fa3::backward_split_plan(pick, problem(200, 52), 200, 0, 132).draws == 200);
-  // Every production kernel that splits finds the regions in a default-mode call of its key (a
+  // Arguments below 1: no plan, every tile whole (no division by zero CTAs, no plan from
+  // negative counts).
+  for (const auto& [tiles, steps, ctas] : {std::tuple<int64_t, int64_t, int64_t>{200, 52, 0},
+                                           {200, 52, -7}, {0, 52, 132}, {-5, 52, 132},
+                                           {-1, 52, 132}, {200, 0, 132}}) {
+    INFO("tiles " << tiles << ", tile_steps " << steps << ", ctas " << ctas);
+    const fa3::BackwardSplitPlan plan =
+        fa3::backward_split_plan(pick, problem(200, 52), tiles, steps, ctas);
+    CHECK(plan.first == tiles);
+    CHECK(plan.draws == tiles);
+    CHECK(plan.chunk == 0);
+  }
+  // Every compiled kernel that splits finds the regions in a default-mode call of its key (a
   // pick whose key had none would never split).
   int splitting = 0;
   for (const fa3::KernelInfo& k : fa3::compiled_backward_kernels()) {
@@ -1132,6 +1151,7 @@ TEST_CASE("backward: the persistent non-causal kernels' split last wave (backwar
     INFO(k.name);
     ++splitting;
     fa3::BackwardProblem own = problem(200, 52);
+    own.dtype = k.bwd.dtype;
     own.head_dim = k.bwd.head_dim;
     CHECK(fa3::backward_workspace(own).split_slots > 0u);
   }

@@ -353,8 +353,9 @@ struct BwdWork {
                                                         static_cast<float>(p.num_n_blocks)));
         m_first = m < p.num_m_blocks ? m : p.num_m_blocks - 1;
       } else {
-        // (The same start; this form for every _rw kernel changed the d64 and d256 cubins and
-        // measured 0.975-0.992 at d64, d256 level: docs/perf-history.md v92.)
+        // (Kept apart: the division-free start above, the same below 2^32, changed the d64 and
+        // d256 cubins when every _rw kernel took it, and ran 0.975-0.995 of this one at d64 over
+        // two readings, d256 level: docs/perf-history.md v92a.)
         m_first = static_cast<int>(static_cast<int64_t>(n_block) * p.num_m_blocks / p.num_n_blocks);
       }
     }

@@ -48,10 +48,12 @@ int backward_l2_section(const BwdConfig& c, const BackwardProblem& prob);
 // fp32 partials out and back) outweigh the tail they shorten: at d128 the paper grid's 1k
 // tiles (13 steps, chunks of 7) lost 0.6% split in three A/Bs, its 2k ones (26) gained
 // 0.5-1%; whole again, the 1k ones ran 0.5-0.6% faster (docs/perf-history.md v90a, v91).
-// Between them (v92: split from 14 steps / never, d128 non-causal, 14-24 steps at seqlen_q
-// 1120-1920) the split gained 1.1-1.6% where the last wave held 36 of 132 tiles (14, 22 steps),
-// 0.2% at 72 tiles of 24 steps, -0.5% at 72 of 16, 0.0% at 100 of 15 and 20: what a split
-// saves follows the last wave more than the tile's steps, within ~1% either way; 16 stays.
+// Between them (v92: split from 14 steps / never, d128 non-causal, seqlen_q 1120-1920) the
+// split gained 1.1-1.6% where the last wave held 36 of 132 tiles (14 and 22 steps), 0.2% at 72
+// tiles of 24 steps and lost 0.4-0.5% at 72 of 16 (which 16 splits); at 100 tiles of 15 and 20
+// neither library split (chunks over 3/4 of a tile): 1.000, the A/B's floor. What a split
+// saves follows the last wave as much as the tile's steps, within ~1.5% either way; no rule
+// fits every reading better, so 16 stays.
 constexpr int64_t kSplitMinTileSteps = 16;
 struct BackwardSplitPlan {
   int64_t first = 0, draws = 0, chunk = 0;

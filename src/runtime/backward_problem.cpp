@@ -176,7 +176,8 @@ Error check_backward_inputs(const fa3_tensor* q, const fa3_tensor* k, const fa3_
   if (!e.failed()) e = check_seqlen_for_blocks(*k, "k", "fa3_backward");
   if (!e.failed()) e = check_grid(*q, *k);
   if (e.failed()) return e;
-  // (With the split last wave's regions, which a non-causal call may have: the larger.)
+  // (With the split last wave's regions, which a non-causal call may have: an upper bound, so
+  // that the check need not know the compiled kernels.)
   const Int128 workspace = workspace_regions<Int128>(q->batch, q->heads, q->seqlen, q->head_dim,
                                                      k->heads, k->seqlen, true)
                                .total;
