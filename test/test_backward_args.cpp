@@ -638,8 +638,8 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
     CHECK(offset % fa3::kWorkspaceAlignment == 0);
 
   // Non-causal calls at head dim 128 (whose _dqt_rw_fs_pt splits) without the deterministic
-  // mode: the split last wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most 2 x 144) and counters (a
-  // tile, at most 144) after the tile counter.
+  // mode: the split last wave's partial dK_j, dV_j slots (3 a K/V tile of 128 keys, at most
+  // 2 x 144) and counters (a tile, at most 144) after the tile counter.
   prob.batch = 2; prob.heads = 8; prob.heads_kv = 2; prob.seqlen_q = 100; prob.seqlen_k = 300;
   prob.head_dim = 128;
   const size_t legacy_total = fa3::backward_workspace(prob).total;
@@ -676,10 +676,10 @@ TEST_CASE("backward: the workspace layout", "[cpu][api]") {
       // _dqq_rw_pt compiled in (the production pick takes a CTA a tile); d256 never (80-key
       // tiles).
       const std::string dt = fa3::dtype_name(dtype);
-      if (head_dim == 128)
-        CHECK(splits == (fa3::find_any_compiled_kernel(
-                             "fa3_bwd_" + dt + "_d128_m80_n128_s2_w2_dqt_rw_fs_pt") != nullptr));
-      if (head_dim == 128) CHECK(splits);
+      if (head_dim == 128) {
+        CHECK(fa3::find_any_compiled_kernel("fa3_bwd_" + dt + "_d128_m80_n128_s2_w2_dqt_rw_fs_pt"));
+        CHECK(splits);
+      }
       if (head_dim == 64)
         CHECK(splits == (fa3::find_any_compiled_kernel(
                              "fa3_bwd_" + dt + "_d64_m128_n128_s2_w2_dqq_rw_pt") != nullptr));
