@@ -83,7 +83,7 @@ BackwardSplitPlan backward_split_plan(const BwdConfig& c, const BackwardProblem&
                                       int64_t tiles, int64_t tile_steps, int64_t ctas) {
   BackwardSplitPlan none;
   none.first = none.draws = tiles;
-  if (!c.splits_last_wave() || backward_ordered_adds(c, prob) || c.block_n != kSplitTileKeys ||
+  if (!backward_kernel_splits(c) || backward_ordered_adds(c, prob) ||
       tile_steps < kSplitMinTileSteps || tiles < 1 || ctas < 1)
     return none;
   // The last wave's tiles (all of them where there are fewer than CTAs), their steps in chunks

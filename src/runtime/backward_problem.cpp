@@ -100,9 +100,7 @@ bool has_split_regions(const BackwardProblem& prob) {
 bool backward_key_splits(DType dtype, int64_t head_dim) {
   for (const KernelInfo& kernel : compiled_backward_kernels()) {
     const BwdConfig& c = kernel.bwd;
-    if (c.dtype == dtype && c.head_dim == head_dim && c.splits_last_wave() &&
-        c.block_n == kSplitTileKeys)
-      return true;
+    if (c.dtype == dtype && c.head_dim == head_dim && backward_kernel_splits(c)) return true;
   }
   return false;
 }

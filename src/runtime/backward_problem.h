@@ -62,11 +62,17 @@ constexpr int64_t backward_rows(int64_t seqlen_q) {
 
 BackwardWorkspace backward_workspace(const BackwardProblem& prob);
 
-// Whether a compiled backward kernel of (dtype, head_dim) splits its last wave
-// (BwdConfig::splits_last_wave, tiles of kSplitTileKeys keys): then the key's non-causal
-// default-mode problems have the split regions (any kernel a table or a name may pick can use
-// them). In the production set: head dim 128 (_dqt_rw_fs_pt); at head dim 64 the regions
-// would hold 19 MB that the pick (a CTA a tile) never uses.
+// Whether a kernel can split its last wave into the workspace's regions: a persistent
+// non-causal one (BwdConfig::splits_last_wave) whose tiles are kSplitTileKeys keys, the keys
+// of a partial slot.
+constexpr bool backward_kernel_splits(const BwdConfig& c) {
+  return c.splits_last_wave() && c.block_n == kSplitTileKeys;
+}
+
+// Whether a compiled backward kernel of (dtype, head_dim) can split (backward_kernel_splits):
+// then the key's non-causal default-mode problems have the split regions (any kernel a table
+// or a name may pick can use them). In the production set: head dim 128 (_dqt_rw_fs_pt); at
+// head dim 64 the regions would hold 19 MB that the pick (a CTA a tile) never uses.
 bool backward_key_splits(DType dtype, int64_t head_dim);
 
 // Checks q, k and p alone (what the workspace size and the choice of a kernel need). `p` may
