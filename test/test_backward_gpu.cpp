@@ -28,6 +28,8 @@
 
 #include "fa3/fa3.h"
 #include "gpu_env.h"
+#include "runtime/backward_launch.h"
+#include "runtime/backward_problem.h"
 #include "runtime/handle.h"
 #include "runtime/kernel_registry.h"
 #include "support/half.h"
@@ -1623,7 +1625,8 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   // Few and small: under memcheck/racecheck/synccheck the kernels run orders of magnitude
   // slower. Both dtypes and every head dim, causal both ways with rows that see no key, tails in
   // both sequences, GQA, a packed layout, deterministic mode with the caller's workspace, a
-  // persistent kernel's CTAs walking several tiles.
+  // persistent kernel's CTAs walking several tiles, every compiled kernel that splits its last
+  // wave.
   Runner runner;
   Case cases[10];
   cases[0].bf16 = true; cases[0].head_dim = 128; cases[0].causal = true; cases[0].seqlen_q = 200;
@@ -1684,4 +1687,42 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
   RunOptions many;
   many.kernel = "fa3_bwd_bf16_d128_m80_n128_s2_w2_dqt_rw_fs_pt";
   check_outcome(runner.run(t, seed++, many));
+  // Every compiled kernel that splits its last wave (backward_kernel_splits; the production
+  // set's d128 pick, and in a lab build the lab's persistent non-causal kernels, such as d64's
+  // _dqq_rw_pt, whose split no other sanitizer case names) by name on 2 tiles of the fewest
+  // steps that split (a tile's steps are its query blocks times the group's query heads: here
+  // 8 x 2), tails in both sequences: 4 chunks of 8 steps on any GPU of more than 3 SMs (each
+  // tile in two pieces, their partial sums and the last piece's add).
+  int splitting = 0;
+  for (int i = 0; i < fa3_kernel_count(); ++i) {
+    const std::string name = fa3_kernel_name(i);
+    const auto cfg = fa3::parse_bwd_kernel_name(name);
+    if (!cfg || !fa3::backward_kernel_splits(*cfg)) continue;
+    ++splitting;
+    Case s;
+    s.bf16 = cfg->dtype == fa3::DType::BF16;
+    s.head_dim = cfg->head_dim;
+    s.seqlen_q = fa3::kSplitMinTileSteps / 2 * cfg->block_m - 7;
+    s.seqlen_k = 2 * cfg->block_n - 30;
+    s.heads = 2;
+    s.heads_kv = 1;
+    INFO(name << ": " << s.describe());
+    fa3::BackwardProblem prob;
+    prob.head_dim = s.head_dim;
+    prob.batch = s.batch;
+    prob.heads = s.heads;
+    prob.heads_kv = s.heads_kv;
+    prob.seqlen_q = s.seqlen_q;
+    prob.seqlen_k = s.seqlen_k;
+    prob.dtype = cfg->dtype;
+    const fa3::BackwardSplitPlan plan =
+        fa3::backward_split_plan(*cfg, prob, 2, fa3::kSplitMinTileSteps, 132);
+    REQUIRE((s.seqlen_q + cfg->block_m - 1) / cfg->block_m * 2 == fa3::kSplitMinTileSteps);
+    CHECK(plan.first == 0);
+    CHECK(plan.draws == 4);
+    RunOptions named;
+    named.kernel = name;
+    check_outcome(runner.run(s, seed++, named));
+  }
+  CHECK(splitting >= 2);  // the d128 pick, f16 and bf16
 }
