@@ -135,6 +135,15 @@ struct Case {
     s.heads_kv = heads_kv; s.head_dim = head_dim; s.causal = causal; s.scale = scale;
     return s;
   }
+  // The runtime's view of the case (its split plan, workspace), the scale left out.
+  fa3::BackwardProblem problem() const {
+    fa3::BackwardProblem p;
+    p.dtype = bf16 ? fa3::DType::BF16 : fa3::DType::F16;
+    p.head_dim = head_dim; p.causal = causal; p.deterministic = deterministic;
+    p.batch = batch; p.seqlen_q = seqlen_q; p.seqlen_k = seqlen_k; p.heads = heads;
+    p.heads_kv = heads_kv;
+    return p;
+  }
 };
 
 struct Plan {
@@ -1707,16 +1716,8 @@ TEST_CASE("small backward cases for compute-sanitizer", "[gpu][backward][sanitiz
     s.heads = 2;
     s.heads_kv = 1;
     INFO(name << ": " << s.describe());
-    fa3::BackwardProblem prob;
-    prob.head_dim = s.head_dim;
-    prob.batch = s.batch;
-    prob.heads = s.heads;
-    prob.heads_kv = s.heads_kv;
-    prob.seqlen_q = s.seqlen_q;
-    prob.seqlen_k = s.seqlen_k;
-    prob.dtype = cfg->dtype;
     const fa3::BackwardSplitPlan plan =
-        fa3::backward_split_plan(*cfg, prob, 2, fa3::kSplitMinTileSteps, 132);
+        fa3::backward_split_plan(*cfg, s.problem(), 2, fa3::kSplitMinTileSteps, 132);
     REQUIRE((s.seqlen_q + cfg->block_m - 1) / cfg->block_m * 2 == fa3::kSplitMinTileSteps);
     CHECK(plan.first == 0);
     CHECK(plan.draws == 4);

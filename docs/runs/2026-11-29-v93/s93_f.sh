@@ -1,5 +1,6 @@
 #!/bin/bash
-# v93, call 6: the committed fa3_tests (the new case's heading comment after call 3) on the
+# v93, calls 6 and 7: the committed fa3_tests (call 6: the new case's heading comment after
+# call 3; call 7: after the review's Case::problem()) on the
 # sanitizers' backward cases, plain and under memcheck. Carry build/libfa3.so, build/fa3_tests.
 cd "$(dirname "$0")/../../.."
 . docs/runs/gpu_run.sh
